@@ -1,0 +1,46 @@
+"""Typed errors. Every error carries a stable code; the API maps codes to HTTP once."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+
+class DagwrightError(Exception):
+    """Base of every error dagwright raises on purpose."""
+
+    code: ClassVar[str] = "error"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message)
+        self.message = message
+
+    def to_dict(self) -> dict[str, object]:
+        return {"code": self.code, "message": self.message}
+
+
+class BlockDefinitionError(DagwrightError):
+    """A block is declared wrongly (bad annotation, missing docstring...)."""
+
+    code = "block_definition"
+
+
+class RegistryError(DagwrightError):
+    """The block registry could not be built (duplicate names, a module that fails)."""
+
+    code = "registry"
+
+
+class UnknownBlockError(DagwrightError):
+    code = "unknown_block"
+
+
+class FlowFormatError(DagwrightError):
+    """A flow file is not valid JSON or not a flow of a version this dagwright reads."""
+
+    code = "flow_format"
+
+
+class InputError(DagwrightError):
+    """The inputs given to a run do not fit the flow's inputs."""
+
+    code = "invalid_input"

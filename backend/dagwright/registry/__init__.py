@@ -1,0 +1,34 @@
+"""Block and port-type declarations, and the registry that collects them."""
+
+from dagwright.registry.block import (
+    CATEGORIES,
+    DEFAULT_OUTPUT,
+    BlockSpec,
+    Category,
+    NoConfig,
+    PortSpec,
+    Route,
+    block,
+    spec_of,
+)
+from dagwright.registry.context import NodeContext
+from dagwright.registry.registry import Registry
+from dagwright.registry.types import Compat, checker_for, compatibility, type_name
+
+__all__ = [
+    "CATEGORIES",
+    "DEFAULT_OUTPUT",
+    "BlockSpec",
+    "Category",
+    "Compat",
+    "NoConfig",
+    "NodeContext",
+    "PortSpec",
+    "Registry",
+    "Route",
+    "block",
+    "checker_for",
+    "compatibility",
+    "spec_of",
+    "type_name",
+]

@@ -1,0 +1,350 @@
+"""Declaring a block: a tiny typed function with a decorator.
+
+    class Config(BaseModel):
+        separator: str = " "
+
+    @block("text_join", category="data_process", description="Join texts into one.",
+           example="['a', 'b'] -> 'a b'", inline=True)
+    def text_join(config: Config, texts: list[str]) -> str:
+        '''The docstring is what a user reads in the editor.'''
+        return config.separator.join(texts)
+
+- `config` (a pydantic model) is the block's configuration; omit it for none.
+- Every other parameter is an input port typed by its annotation; a default makes it optional.
+  `Annotated[str, "what it is"]` gives the port a description.
+- The return annotation is the output port `output`; a TypedDict gives several named ports;
+  `Route[T]` makes a condition block whose output goes down one named branch.
+- A parameter annotated `NodeContext` receives the running node's context (events, ids).
+- `**ports: T` takes input ports whose names come from the configuration (`dynamic_ports`).
+- async functions run on the event loop; sync ones run in a worker thread unless declared
+  `inline=True` (pure, quick work where a thread hop costs more than the work itself).
+"""
+
+from __future__ import annotations
+
+import inspect
+import typing
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Generic, Literal, TypeVar, get_type_hints
+
+from pydantic import BaseModel, ConfigDict
+
+from dagwright.errors import BlockDefinitionError
+from dagwright.registry.context import NodeContext
+from dagwright.registry.types import json_schema, strip_annotated, type_name, unsupported_reason
+
+Category = Literal["input", "data_process", "condition", "llm", "invoke", "tool"]
+CATEGORIES: tuple[Category, ...] = typing.get_args(Category)
+
+# What a block is for the runtime: most are steps; input blocks take a value given to the run
+# and output blocks name a value the run returns.
+Role = Literal["step", "flow_input", "flow_output"]
+ExecutionMode = Literal["inline", "async", "thread"]
+
+T = TypeVar("T")
+ConfigT = TypeVar("ConfigT", bound=BaseModel)
+
+DEFAULT_OUTPUT = "output"
+
+
+@dataclass(slots=True, frozen=True)
+class Route(Generic[T]):
+    """What a condition block returns: the branch taken and the value sent down it."""
+
+    branch: str
+    value: T
+
+
+class NoConfig(BaseModel):
+    """The configuration of a block that takes none."""
+
+    model_config = ConfigDict(extra="forbid")
+
+
+@dataclass(slots=True, frozen=True)
+class PortSpec:
+    name: str
+    type: Any
+    required: bool = True
+    default: Any = None
+    description: str = ""
+
+    def to_schema(self) -> dict[str, Any]:
+        schema: dict[str, Any] = {
+            "name": self.name,
+            "type": type_name(self.type),
+            "schema": json_schema(self.type),
+            "required": self.required,
+            "description": self.description,
+        }
+        if not self.required:
+            schema["default"] = self.default
+        return schema
+
+
+@dataclass(slots=True, frozen=True)
+class BlockSpec:
+    """Everything the registry, validator, executor and editor need to know of a block."""
+
+    name: str
+    category: Category
+    description: str
+    example: str
+    doc: str
+    fn: Callable[..., Any]
+    module: str
+    config_model: type[BaseModel]
+    config_param: str | None
+    context_param: str | None
+    inputs: Mapping[str, PortSpec]
+    outputs: Mapping[str, PortSpec]
+    multi_output: bool
+    mode: ExecutionMode
+    role: Role = "step"
+    branches: Sequence[str] | Callable[[Any], Sequence[str]] | None = None
+    dynamic_ports: Callable[[Any], Sequence[str]] | None = None
+    dynamic_port_type: Any = Any
+    timeout: float | None = None
+    tags: tuple[str, ...] = field(default=())
+
+    @property
+    def is_condition(self) -> bool:
+        return self.branches is not None
+
+    def input_ports(self, config: BaseModel) -> dict[str, PortSpec]:
+        """The input ports for one configuration: declared ports plus dynamic ones."""
+        if self.dynamic_ports is None:
+            return dict(self.inputs)
+        ports = dict(self.inputs)
+        for name in self.dynamic_ports(config):
+            ports.setdefault(name, PortSpec(name=name, type=self.dynamic_port_type))
+        return ports
+
+    def branch_names(self, config: BaseModel) -> list[str]:
+        if self.branches is None:
+            return []
+        if callable(self.branches):
+            return list(self.branches(config))
+        return list(self.branches)
+
+    def to_schema(self) -> dict[str, Any]:
+        """The block as the editor sees it: forms and port colours are generated from this."""
+        schema: dict[str, Any] = {
+            "name": self.name,
+            "category": self.category,
+            "role": self.role,
+            "description": self.description,
+            "example": self.example,
+            "doc": self.doc,
+            "module": self.module,
+            "config_schema": self.config_model.model_json_schema(),
+            "inputs": [p.to_schema() for p in self.inputs.values()],
+            "outputs": [p.to_schema() for p in self.outputs.values()],
+            "mode": self.mode,
+        }
+        if self.dynamic_ports is not None:
+            schema["dynamic_inputs"] = {
+                "type": type_name(self.dynamic_port_type),
+                "schema": json_schema(self.dynamic_port_type),
+            }
+        if self.branches is not None:
+            schema["branches"] = None if callable(self.branches) else list(self.branches)
+        return schema
+
+
+def _fail(fn: Callable[..., Any], message: str) -> BlockDefinitionError:
+    return BlockDefinitionError(f"block function {fn.__module__}.{fn.__qualname__}: {message}")
+
+
+def _port_description(annotation: Any) -> str:
+    if typing.get_origin(annotation) is typing.Annotated:
+        notes = [a for a in typing.get_args(annotation)[1:] if isinstance(a, str)]
+        return " ".join(notes)
+    return ""
+
+
+def _check_port_type(fn: Callable[..., Any], what: str, annotation: Any) -> Any:
+    reason = unsupported_reason(annotation)
+    if reason:
+        raise _fail(fn, f"{what}: {reason}")
+    return strip_annotated(annotation)
+
+
+def _is_typeddict(tp: Any) -> bool:
+    return isinstance(tp, type) and typing.is_typeddict(tp)
+
+
+def _analyse_outputs(
+    fn: Callable[..., Any], annotation: Any
+) -> tuple[dict[str, PortSpec], bool, bool]:
+    """Output ports, whether they are several, and whether the block is a condition."""
+    if annotation is inspect.Signature.empty:
+        raise _fail(fn, "the return annotation is missing (it types the output port)")
+    if typing.get_origin(annotation) is Route or annotation is Route:
+        args = typing.get_args(annotation)
+        value_type = _check_port_type(fn, "output", args[0] if args else Any)
+        return {DEFAULT_OUTPUT: PortSpec(DEFAULT_OUTPUT, value_type)}, False, True
+    if _is_typeddict(annotation):
+        hints = get_type_hints(annotation, include_extras=True)
+        ports = {
+            name: PortSpec(
+                name,
+                _check_port_type(fn, f"output {name!r}", hint),
+                description=_port_description(hint),
+            )
+            for name, hint in hints.items()
+        }
+        if not ports:
+            raise _fail(fn, "the output TypedDict declares no ports")
+        return ports, True, False
+    port_type = _check_port_type(fn, "output", annotation)
+    return {DEFAULT_OUTPUT: PortSpec(DEFAULT_OUTPUT, port_type, description="")}, False, False
+
+
+def block(
+    name: str,
+    *,
+    category: Category,
+    description: str,
+    example: str = "",
+    inline: bool = False,
+    role: Role = "step",
+    branches: Sequence[str] | Callable[[Any], Sequence[str]] | None = None,
+    dynamic_ports: Callable[[Any], Sequence[str]] | None = None,
+    timeout: float | None = None,
+    tags: Sequence[str] = (),
+) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+    """Declare a block. The function stays callable as it was; the spec is attached to it."""
+
+    def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
+        fn.__dagwright_block__ = _build_spec(  # type: ignore[attr-defined]
+            fn,
+            name=name,
+            category=category,
+            description=description,
+            example=example,
+            inline=inline,
+            role=role,
+            branches=branches,
+            dynamic_ports=dynamic_ports,
+            timeout=timeout,
+            tags=tuple(tags),
+        )
+        return fn
+
+    return decorate
+
+
+def spec_of(obj: Any) -> BlockSpec | None:
+    spec = getattr(obj, "__dagwright_block__", None)
+    return spec if isinstance(spec, BlockSpec) else None
+
+
+def _build_spec(
+    fn: Callable[..., Any],
+    *,
+    name: str,
+    category: Category,
+    description: str,
+    example: str,
+    inline: bool,
+    role: Role,
+    branches: Sequence[str] | Callable[[Any], Sequence[str]] | None,
+    dynamic_ports: Callable[[Any], Sequence[str]] | None,
+    timeout: float | None,
+    tags: tuple[str, ...],
+) -> BlockSpec:
+    if not name.replace("_", "").isalnum() or not name[0].isalpha():
+        raise _fail(fn, f"block name {name!r} must be letters, digits and _ (starting a letter)")
+    if category not in CATEGORIES:
+        raise _fail(fn, f"category {category!r} is not one of {', '.join(CATEGORIES)}")
+    if not description.strip() or "\n" in description:
+        raise _fail(fn, "description must be one non-empty line")
+    doc = inspect.getdoc(fn)
+    if not doc:
+        raise _fail(fn, "a docstring is required: it is what users read in the editor")
+    is_async = inspect.iscoroutinefunction(fn)
+    if is_async and inline:
+        raise _fail(fn, "inline=True is for sync functions; async ones already run on the loop")
+    mode: ExecutionMode = "async" if is_async else ("inline" if inline else "thread")
+
+    try:
+        hints = get_type_hints(fn, include_extras=True)
+    except Exception as exc:  # a forward reference that does not resolve, say
+        raise _fail(fn, f"annotations cannot be resolved: {exc}") from exc
+    signature = inspect.signature(fn)
+
+    config_model: type[BaseModel] = NoConfig
+    config_param: str | None = None
+    context_param: str | None = None
+    dynamic_port_type: Any = Any
+    has_var_keyword = False
+    inputs: dict[str, PortSpec] = {}
+    for param in signature.parameters.values():
+        annotation = hints.get(param.name, inspect.Signature.empty)
+        if annotation is inspect.Signature.empty:
+            raise _fail(fn, f"parameter {param.name!r} has no type annotation")
+        if param.kind is inspect.Parameter.VAR_POSITIONAL:
+            raise _fail(fn, f"*{param.name} is not supported; use a list port")
+        if param.kind is inspect.Parameter.VAR_KEYWORD:
+            has_var_keyword = True
+            dynamic_port_type = _check_port_type(fn, f"**{param.name}", annotation)
+            continue
+        if param.name == "config":
+            if not (isinstance(annotation, type) and issubclass(annotation, BaseModel)):
+                raise _fail(fn, "the 'config' parameter must be annotated with a pydantic model")
+            config_model, config_param = annotation, param.name
+            continue
+        if annotation is NodeContext:
+            context_param = param.name
+            continue
+        port_type = _check_port_type(fn, f"input {param.name!r}", annotation)
+        has_default = param.default is not inspect.Parameter.empty
+        inputs[param.name] = PortSpec(
+            name=param.name,
+            type=port_type,
+            required=not has_default,
+            default=param.default if has_default else None,
+            description=_port_description(annotation),
+        )
+    if has_var_keyword != (dynamic_ports is not None):
+        raise _fail(fn, "**ports and dynamic_ports= go together: declare both or neither")
+
+    outputs, multi_output, is_condition = _analyse_outputs(
+        fn, hints.get("return", inspect.Signature.empty)
+    )
+    if is_condition != (branches is not None):
+        raise _fail(fn, "a condition block returns Route[T] and declares branches=, both or none")
+    if is_condition and category != "condition":
+        raise _fail(fn, "blocks returning Route[T] belong to the 'condition' category")
+    if role == "flow_input" and list(inputs) != ["value"]:
+        raise _fail(fn, "an input block takes exactly one port-like parameter, 'value'")
+    if role == "flow_output" and "value" not in inputs:
+        raise _fail(fn, "an output block takes the value to return as parameter 'value'")
+    if role != "step" and category != "input":
+        raise _fail(fn, "input and output blocks belong to the 'input' category")
+
+    return BlockSpec(
+        name=name,
+        category=category,
+        description=description.strip(),
+        example=example,
+        doc=doc,
+        fn=fn,
+        module=fn.__module__,
+        config_model=config_model,
+        config_param=config_param,
+        context_param=context_param,
+        # An input block's `value` is given to the run, not wired to an edge.
+        inputs={} if role == "flow_input" else inputs,
+        outputs=outputs,
+        multi_output=multi_output,
+        mode=mode,
+        role=role,
+        branches=branches,
+        dynamic_ports=dynamic_ports,
+        dynamic_port_type=dynamic_port_type,
+        timeout=timeout,
+        tags=tags,
+    )

@@ -1,0 +1,107 @@
+"""Typed run events. The executor yields them; the debug panel, run history and published
+endpoints consume them. Plain slotted dataclasses: a run emits several per node and they must
+cost next to nothing to make. `t` is seconds since the run started (monotonic clock).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields
+from typing import Any, ClassVar, Literal
+
+RunStatus = Literal["succeeded", "failed", "cancelled"]
+
+
+@dataclass(slots=True)
+class RunEvent:
+    type: ClassVar[str] = "event"
+    run_id: str
+    t: float
+
+    def to_dict(self) -> dict[str, Any]:
+        data: dict[str, Any] = {"type": self.type}
+        for f in fields(self):
+            data[f.name] = getattr(self, f.name)
+        return data
+
+
+@dataclass(slots=True)
+class RunStarted(RunEvent):
+    type: ClassVar[str] = "run_started"
+    flow: str
+    inputs: dict[str, Any]
+    started_at: float  # wall-clock seconds since the epoch, to place `t` in time
+
+
+@dataclass(slots=True)
+class NodeStarted(RunEvent):
+    type: ClassVar[str] = "node_started"
+    node: str
+    block: str
+    inputs: dict[str, Any]
+
+
+@dataclass(slots=True)
+class NodeFinished(RunEvent):
+    type: ClassVar[str] = "node_finished"
+    node: str
+    output: Any
+    duration: float
+    branch: str | None = None  # the branch a condition took
+
+
+@dataclass(slots=True)
+class NodeSkipped(RunEvent):
+    type: ClassVar[str] = "node_skipped"
+    node: str
+    reason: str
+
+
+@dataclass(slots=True)
+class NodeFailed(RunEvent):
+    type: ClassVar[str] = "node_failed"
+    node: str
+    error_type: str
+    message: str
+    duration: float
+
+
+@dataclass(slots=True)
+class NodeCancelled(RunEvent):
+    type: ClassVar[str] = "node_cancelled"
+    node: str
+    reason: str
+
+
+@dataclass(slots=True)
+class NodeMessage(RunEvent):
+    """Progress a block reports while it runs (an LLM token delta, a log line)."""
+
+    type: ClassVar[str] = "node_message"
+    node: str
+    kind: str
+    data: dict[str, Any]
+
+
+@dataclass(slots=True)
+class RunError:
+    """Why a run did not succeed: the node to blame (if any), a code and the real message."""
+
+    code: str
+    message: str
+    node: str | None = None
+    error_type: str | None = None
+
+
+@dataclass(slots=True)
+class RunFinished(RunEvent):
+    type: ClassVar[str] = "run_finished"
+    status: RunStatus
+    outputs: dict[str, Any]
+    duration: float
+    error: RunError | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        data = RunEvent.to_dict(self)
+        if self.error is not None:
+            data["error"] = {f.name: getattr(self.error, f.name) for f in fields(self.error)}
+        return data

@@ -1,0 +1,458 @@
+"""The async executor: runs a compiled flow, yielding typed events.
+
+Scheduling is a ready queue drained by a bounded pool of worker coroutines. A node becomes
+ready when every wired input port is resolved; a worker that finishes a node keeps going with
+the next ready one (so a chain runs in one task without a trip through the event loop per
+node) and starts extra workers only when more than one node is ready, up to the run's
+concurrency limit. Sync blocks run in a thread pool, async ones on the loop, `inline` ones
+directly.
+
+Skipping is explicit: an edge carries either a value or SKIPPED. A port is resolved by its
+first non-skipped value (merge), or as skipped once all its edges are skipped; a node with a
+skipped port is skipped itself and passes SKIPPED on.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import os
+import time
+import uuid
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from dagwright.errors import DagwrightError, InputError
+from dagwright.registry import NodeContext, Route
+from dagwright.runtime.events import (
+    NodeCancelled,
+    NodeFailed,
+    NodeFinished,
+    NodeMessage,
+    NodeSkipped,
+    NodeStarted,
+    RunError,
+    RunEvent,
+    RunFinished,
+    RunStarted,
+    RunStatus,
+)
+from dagwright.runtime.plan import CompiledFlow, PlanEdge, PlanNode
+
+
+class _Marker:
+    __slots__ = ("_name",)
+
+    def __init__(self, name: str) -> None:
+        self._name = name
+
+    def __repr__(self) -> str:
+        return self._name
+
+
+# What a branch not taken carries: distinct from None, which a block may return.
+SKIPPED: Final = _Marker("SKIPPED")
+_PENDING: Final = _Marker("PENDING")
+
+DEFAULT_CONCURRENCY = 64
+THREADS_ENV = "DAGWRIGHT_THREADS"
+
+
+class NodeTimeoutError(DagwrightError):
+    code = "node_timeout"
+
+
+class OutputTypeError(DagwrightError):
+    """A block returned a value that does not fit its declared output type."""
+
+    code = "output_type"
+
+
+class InputTypeError(DagwrightError):
+    """A value arriving at a port does not fit the port's type (checked when the edge's
+    source type only may fit, e.g. Any into str)."""
+
+    code = "input_type"
+
+
+@functools.cache
+def _default_thread_pool() -> ThreadPoolExecutor:
+    # Threads start lazily, so a large bound costs nothing until sync blocks run in parallel.
+    size = int(os.environ.get(THREADS_ENV, "128"))
+    return ThreadPoolExecutor(max_workers=size, thread_name_prefix="dagwright-block")
+
+
+@dataclass(slots=True)
+class ExecutorOptions:
+    concurrency: int = DEFAULT_CONCURRENCY  # nodes running at once in one run
+    node_timeout: float | None = None  # for nodes whose block and flow set none
+    run_timeout: float | None = None
+    thread_pool: ThreadPoolExecutor | None = None
+
+
+@dataclass(slots=True)
+class RunResult:
+    run_id: str
+    status: RunStatus
+    outputs: dict[str, Any]
+    duration: float
+    error: RunError | None
+    events: list[RunEvent] = field(repr=False)
+
+
+class Run:
+    """One execution of a flow: follow it with `events()`, await `result()`, or `cancel()`."""
+
+    def __init__(
+        self,
+        plan: CompiledFlow,
+        input_values: dict[int, Any],
+        run_id: str,
+        options: ExecutorOptions,
+    ) -> None:
+        self.run_id = run_id
+        self.plan = plan
+        self.events: list[RunEvent] = []
+        self._options = options
+        self._input_values = input_values
+        self._loop = asyncio.get_running_loop()
+        self._pool = options.thread_pool or _default_thread_pool()
+        nodes = plan.nodes
+        self._values: list[list[Any]] = [[_PENDING] * len(n.port_names) for n in nodes]
+        self._pending: list[list[int]] = [list(n.port_edge_counts) for n in nodes]
+        self._unresolved: list[int] = [len(n.port_names) for n in nodes]
+        self._settled = 0  # nodes finished or skipped
+        self._ready: deque[PlanNode] = deque()
+        self._running: dict[int, float] = {}
+        self._workers: set[asyncio.Task[None]] = set()
+        self._outputs: dict[str, Any] = {}
+        self._outcome: RunError | None = None
+        self._status: RunStatus | None = None
+        self._done = self._loop.create_future()
+        self._waiter: asyncio.Future[None] | None = None
+        self._t0 = time.perf_counter()
+        self._task = self._loop.create_task(self._main(), name=f"dagwright-run-{run_id}")
+
+    # -- public -------------------------------------------------------------------------
+
+    @property
+    def status(self) -> RunStatus | None:
+        """None while running, then the final status."""
+        return self._status
+
+    async def result(self) -> RunResult:
+        finished = await self._task
+        return RunResult(self.run_id, finished.status, finished.outputs, finished.duration,
+                         finished.error, self.events)
+
+    def cancel(self, reason: str = "cancelled by request") -> None:
+        self._stop(RunError("cancelled", reason))
+
+    async def stream(self) -> AsyncIterator[RunEvent]:
+        """Every event of the run from the first, live until it finishes; any number of
+        consumers may follow one run, each from the start."""
+        index = 0
+        while True:
+            while index < len(self.events):
+                event = self.events[index]
+                index += 1
+                yield event
+                if isinstance(event, RunFinished):
+                    return
+            if self._waiter is None or self._waiter.done():
+                self._waiter = self._loop.create_future()
+            await self._waiter
+
+    # -- events --------------------------------------------------------------------------
+
+    def _now(self) -> float:
+        return time.perf_counter() - self._t0
+
+    def _emit(self, event: RunEvent) -> None:
+        self.events.append(event)
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def _emit_message(self, node_id: str, kind: str, data: dict[str, Any]) -> None:
+        self._emit(NodeMessage(self.run_id, self._now(), node_id, kind, data))
+
+    def _emit_message_threadsafe(self, node_id: str, kind: str, data: dict[str, Any]) -> None:
+        self._loop.call_soon_threadsafe(self._emit_message, node_id, kind, data)
+
+    # -- the run -------------------------------------------------------------------------
+
+    async def _main(self) -> RunFinished:
+        self._emit(RunStarted(self.run_id, 0.0, self.plan.name,
+                              {self.plan.nodes[i].interface_name or "": v
+                               for i, v in self._input_values.items()}, time.time()))
+        try:
+            for node in self.plan.nodes:
+                if not node.port_names:
+                    self._ready.append(node)
+            self._spawn(reserve=0)
+            if self._settled == len(self.plan.nodes):
+                self._stop(None)
+            if self._options.run_timeout is None:
+                await self._done
+            else:
+                try:
+                    await asyncio.wait_for(asyncio.shield(self._done), self._options.run_timeout)
+                except TimeoutError:
+                    self._stop(RunError(
+                        "run_timeout",
+                        f"the run did not finish within {self._options.run_timeout:g}s"))
+        except asyncio.CancelledError:
+            self._stop(RunError("cancelled", "the task running the flow was cancelled"))
+            await self._stop_workers()
+            self._finish()
+            raise
+        await self._stop_workers()
+        return self._finish()
+
+    def _stop(self, outcome: RunError | None) -> None:
+        """End the run: None when every node settled, else the error that ends it."""
+        if self._done.done():
+            return
+        self._outcome = outcome
+        self._done.set_result(None)
+
+    async def _stop_workers(self) -> None:
+        current = asyncio.current_task()
+        workers = [w for w in self._workers if w is not current]
+        for worker in workers:
+            worker.cancel()
+        if workers:
+            await asyncio.gather(*workers, return_exceptions=True)
+        reason = self._outcome.message if self._outcome else "run ended"
+        for index in sorted(self._running, key=self._running.__getitem__):
+            self._emit(NodeCancelled(self.run_id, self._now(), self.plan.nodes[index].id, reason))
+        self._running.clear()
+
+    def _finish(self) -> RunFinished:
+        outcome = self._outcome
+        status: RunStatus = "succeeded"
+        if outcome is not None:
+            status = "cancelled" if outcome.code == "cancelled" else "failed"
+        self._status = status
+        finished = RunFinished(self.run_id, self._now(), status, self._outputs, self._now(),
+                               outcome)
+        self._emit(finished)
+        return finished
+
+    # -- scheduling ----------------------------------------------------------------------
+
+    def _spawn(self, reserve: int) -> None:
+        """Start workers for ready nodes, keeping `reserve` for the calling worker."""
+        wanted = len(self._ready) - reserve
+        room = self._options.concurrency - len(self._workers)
+        for _ in range(min(wanted, room)):
+            worker = self._loop.create_task(self._worker())
+            self._workers.add(worker)
+            worker.add_done_callback(self._workers.discard)
+
+    async def _worker(self) -> None:
+        ready = self._ready
+        while ready and self._outcome is None and not self._done.done():
+            await self._run_node(ready.popleft())
+
+    async def _run_node(self, node: PlanNode) -> None:
+        index = node.index
+        inputs = dict(zip(node.port_names, self._values[index], strict=True))
+        kwargs = {**node.static_kwargs, **inputs}
+        spec = node.spec
+        if spec.role == "flow_input":
+            kwargs["value"] = self._input_values[index]
+        mode = spec.mode
+        if spec.context_param:
+            emit = self._emit_message_threadsafe if mode == "thread" else self._emit_message
+            kwargs[spec.context_param] = NodeContext(self.run_id, node.id, emit)
+        started = time.perf_counter()
+        self._running[index] = started
+        self._emit(NodeStarted(self.run_id, started - self._t0, node.id, spec.name, inputs))
+        try:
+            if mode == "inline":
+                result = spec.fn(**kwargs)
+            elif node.timeout is None and self._options.node_timeout is None:
+                result = await (spec.fn(**kwargs) if mode == "async" else
+                                self._loop.run_in_executor(
+                                    self._pool, functools.partial(spec.fn, **kwargs)))
+            else:
+                result = await self._call_with_timeout(node, kwargs)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            del self._running[index]
+            self._fail(node, exc, started)
+            return
+        del self._running[index]
+        self._complete(node, result, started)
+        self._spawn(reserve=1)
+
+    async def _call_with_timeout(self, node: PlanNode, kwargs: dict[str, Any]) -> Any:
+        limit = node.timeout if node.timeout is not None else self._options.node_timeout
+        scope = asyncio.timeout(limit)
+        try:
+            async with scope:
+                if node.spec.mode == "async":
+                    return await node.spec.fn(**kwargs)
+                # A thread cannot be stopped: on timeout the run stops waiting for it.
+                return await self._loop.run_in_executor(
+                    self._pool, functools.partial(node.spec.fn, **kwargs))
+        except TimeoutError:
+            if scope.expired():
+                raise NodeTimeoutError(f"did not finish within {limit:g}s") from None
+            raise
+
+    def _fail(self, node: PlanNode, exc: BaseException, started: float) -> None:
+        now = time.perf_counter()
+        message = str(exc) or repr(exc)
+        error_type = type(exc).__name__
+        self._emit(NodeFailed(self.run_id, now - self._t0, node.id, error_type, message,
+                              now - started))
+        code = exc.code if isinstance(exc, DagwrightError) else "node_failed"
+        self._stop(RunError(code, f"node {node.id!r} ({node.spec.name}) failed: "
+                                  f"{error_type}: {message}", node.id, error_type))
+
+    def _complete(self, node: PlanNode, result: Any, started: float) -> None:
+        """Check the output, record it, and pass values (or SKIPPED) down every edge."""
+        spec = node.spec
+        branch: str | None = None
+        if spec.is_condition:
+            if not isinstance(result, Route):
+                self._fail(node, OutputTypeError(
+                    f"a condition must return Route, got {type(result).__name__}"), started)
+                return
+            branch, result = result.branch, result.value
+            if branch not in spec.branch_names(node.config):
+                self._fail(node, OutputTypeError(f"returned unknown branch {branch!r}"), started)
+                return
+        problem = self._check_output(node, result)
+        if problem is not None:
+            self._fail(node, OutputTypeError(problem), started)
+            return
+        now = time.perf_counter()
+        self._emit(NodeFinished(self.run_id, now - self._t0, node.id, result, now - started,
+                                branch))
+        if node.interface_name is not None and spec.role == "flow_output":
+            self._outputs[node.interface_name] = result
+        deliveries: list[tuple[PlanEdge, Any]] = []
+        for edge in node.out_edges:
+            if edge.branch is not None and edge.branch != branch:
+                deliveries.append((edge, SKIPPED))
+            elif spec.multi_output:
+                deliveries.append((edge, result[edge.source_port]))
+            else:
+                deliveries.append((edge, result))
+        self._settle_one()
+        self._deliver(deliveries)
+
+    def _check_output(self, node: PlanNode, result: Any) -> str | None:
+        checks = node.output_checks
+        if node.spec.multi_output:
+            if not isinstance(result, Mapping):
+                return f"returned {type(result).__name__}, expected a dict of output ports"
+            for name in node.spec.outputs:
+                if name not in result:
+                    return f"returned no value for output {name!r}"
+                check = checks.get(name)
+                problem = check(result[name]) if check else None
+                if problem:
+                    return f"output {name!r}: {problem}"
+            return None
+        check = checks.get("output")
+        if check is None:
+            return None
+        problem = check(result)
+        return f"output: {problem}" if problem else None
+
+    def _deliver(self, deliveries: list[tuple[PlanEdge, Any]]) -> None:
+        """Resolve ports; nodes with every port resolved become ready or are skipped. A work
+        list rather than recursion, so skipping down a long chain cannot overflow the stack."""
+        nodes = self.plan.nodes
+        work = deliveries
+        while work:
+            edge, value = work.pop()
+            target = edge.target
+            values = self._values[target]
+            if values[edge.slot] is not _PENDING:
+                continue  # merged port already resolved: the first non-skipped value won
+            if value is SKIPPED:
+                self._pending[target][edge.slot] -= 1
+                if self._pending[target][edge.slot]:
+                    continue
+            elif edge.check is not None:
+                problem = edge.check(value)
+                if problem is not None:
+                    self._fail(nodes[target], InputTypeError(
+                        f"input {nodes[target].port_names[edge.slot]!r} from {edge.label}: "
+                        f"{problem}"), time.perf_counter())
+                    return
+            values[edge.slot] = value
+            self._unresolved[target] -= 1
+            if self._unresolved[target]:
+                continue
+            node = nodes[target]
+            if SKIPPED in values:
+                port = node.port_names[values.index(SKIPPED)]
+                self._emit(NodeSkipped(self.run_id, self._now(), node.id,
+                                       f"input {port!r} is on a branch not taken"))
+                work.extend((out, SKIPPED) for out in node.out_edges)
+                self._settle_one()
+            else:
+                self._ready.append(node)
+
+    def _settle_one(self) -> None:
+        self._settled += 1
+        if self._settled == len(self.plan.nodes):
+            self._stop(None)
+
+
+class Executor:
+    """Starts runs of compiled flows."""
+
+    def __init__(self, options: ExecutorOptions | None = None) -> None:
+        self.options = options or ExecutorOptions()
+
+    def start(self, plan: CompiledFlow, inputs: Mapping[str, Any] | None = None,
+              run_id: str | None = None) -> Run:
+        """Start a run on the running loop. Raises InputError for unknown or missing inputs
+        before anything runs."""
+        values = resolve_inputs(plan, inputs or {})
+        return Run(plan, values, run_id or uuid.uuid4().hex, self.options)
+
+    async def run(self, plan: CompiledFlow, inputs: Mapping[str, Any] | None = None,
+                  on_event: Callable[[RunEvent], None] | None = None) -> RunResult:
+        run = self.start(plan, inputs)
+        try:
+            if on_event is not None:
+                async for event in run.stream():
+                    on_event(event)
+            return await run.result()
+        except asyncio.CancelledError:
+            run.cancel()
+            raise
+
+
+def resolve_inputs(plan: CompiledFlow, given: Mapping[str, Any]) -> dict[int, Any]:
+    """The raw value for each input node, by node index."""
+    unknown = sorted(set(given) - set(plan.inputs))
+    problems = []
+    if unknown:
+        takes = ", ".join(plan.inputs) or "no inputs"
+        problems.append(f"unknown input(s) {', '.join(map(repr, unknown))}; the flow takes {takes}")
+    index = {node.id: node.index for node in plan.nodes}
+    values: dict[int, Any] = {}
+    for name, flow_input in plan.inputs.items():
+        if name in given:
+            values[index[flow_input.node]] = given[name]
+        elif flow_input.required:
+            problems.append(f"missing required input {name!r}")
+        else:
+            values[index[flow_input.node]] = flow_input.default
+    if problems:
+        raise InputError("; ".join(problems))
+    return values

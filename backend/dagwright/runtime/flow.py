@@ -1,0 +1,121 @@
+"""The flow file format (documented in docs/flow-format.md): versioned JSON, read strictly.
+
+A flow is nodes (a block with its configuration) and edges (output port -> input port, with
+a branch label when the source is a condition). Edges are a list, not a map keyed by node
+pair, so any number of edges may leave one output or enter one port.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from dagwright.errors import FlowFormatError
+
+FORMAT = "dagwright.flow"
+FORMAT_VERSION = 1
+SUPPORTED_VERSIONS = (1,)
+
+NODE_ID_PATTERN = r"^[A-Za-z_][A-Za-z0-9_\-]{0,63}$"
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Position(_Strict):
+    x: float
+    y: float
+
+
+class Node(_Strict):
+    id: str = Field(pattern=NODE_ID_PATTERN)
+    block: str
+    config: dict[str, Any] = Field(default_factory=dict)
+    label: str | None = None
+    position: Position | None = None
+    timeout: float | None = Field(default=None, gt=0, description="seconds; overrides the block's")
+
+
+class PortRef(_Strict):
+    node: str
+    port: str = "output"
+
+    def __str__(self) -> str:
+        return f"{self.node}.{self.port}"
+
+
+class Edge(_Strict):
+    source: PortRef
+    target: PortRef
+    branch: str | None = None
+
+    def __str__(self) -> str:
+        branch = f" [{self.branch}]" if self.branch else ""
+        return f"{self.source} -> {self.target}{branch}"
+
+
+class Flow(_Strict):
+    format: Literal["dagwright.flow"] = FORMAT
+    version: Literal[1] = FORMAT_VERSION
+    name: str = "untitled"
+    description: str = ""
+    nodes: list[Node] = Field(default_factory=list)
+    edges: list[Edge] = Field(default_factory=list)
+
+    def to_json(self) -> str:
+        return self.model_dump_json(indent=2, exclude_none=True)
+
+
+def _location(loc: tuple[int | str, ...]) -> str:
+    out = ""
+    for part in loc:
+        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+    return out or "(top level)"
+
+
+def parse_flow(data: Any) -> Flow:
+    """A Flow from decoded JSON; every problem with the document's shape is listed."""
+    if not isinstance(data, dict):
+        raise FlowFormatError(f"a flow is a JSON object, not {type(data).__name__}")
+    declared = data.get("format")
+    if declared != FORMAT:
+        raise FlowFormatError(f"not a dagwright flow: 'format' must be {FORMAT!r}, not {declared!r}")
+    version = data.get("version")
+    if version not in SUPPORTED_VERSIONS:
+        readable = ", ".join(str(v) for v in SUPPORTED_VERSIONS)
+        raise FlowFormatError(
+            f"flow format version {version!r} is not supported; this dagwright reads {readable}"
+        )
+    try:
+        return Flow.model_validate(data)
+    except ValidationError as exc:
+        details = "; ".join(f"{_location(e['loc'])}: {e['msg']}" for e in exc.errors())
+        raise FlowFormatError(f"invalid flow document: {details}") from None
+
+
+def loads_flow(text: str, source: str = "flow") -> Flow:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise FlowFormatError(
+            f"{source}: malformed JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}"
+        ) from None
+    try:
+        return parse_flow(data)
+    except FlowFormatError as exc:
+        raise FlowFormatError(f"{source}: {exc.message}") from None
+
+
+def load_flow(path: str | Path) -> Flow:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise FlowFormatError(f"{path}: cannot read: {exc.strerror}") from None
+    except UnicodeDecodeError:
+        raise FlowFormatError(f"{path}: not UTF-8 text") from None
+    return loads_flow(text, source=str(path))

@@ -1,0 +1,149 @@
+"""Compiling a validated flow into an execution plan: integer-indexed nodes and edges with
+their run-time checks decided once, so a run does no lookups by name.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel
+
+from dagwright.registry import BlockSpec, Compat, Registry, checker_for, compatibility
+from dagwright.registry.types import Checker
+from dagwright.runtime.flow import Edge, Flow
+from dagwright.runtime.validate import FlowInvalidError, Problem, analyse
+
+
+@dataclass(slots=True)
+class PlanEdge:
+    target: int  # index of the target node
+    slot: int  # index of the target port among the target's wired ports
+    source_port: str
+    branch: str | None
+    check: Checker | None  # set when the source type only may fit (e.g. Any -> str)
+    label: str  # "a.output -> b.text", for messages
+
+
+@dataclass(slots=True)
+class PlanNode:
+    index: int
+    id: str
+    spec: BlockSpec
+    config: BaseModel
+    timeout: float | None
+    port_names: tuple[str, ...]  # the wired input ports, in slot order
+    port_edge_counts: tuple[int, ...]
+    static_kwargs: dict[str, Any]  # config and defaults of unwired optional ports
+    output_checks: dict[str, Checker]
+    out_edges: list[PlanEdge] = field(default_factory=list)
+    interface_name: str | None = None  # the flow input/output name of an input/output node
+
+
+@dataclass(slots=True)
+class FlowInput:
+    name: str
+    node: str
+    type: Any
+    description: str
+    required: bool
+    default: Any
+
+
+@dataclass(slots=True)
+class CompiledFlow:
+    """A flow checked against the registry and ready to run any number of times."""
+
+    flow: Flow
+    nodes: list[PlanNode]
+    inputs: dict[str, FlowInput]
+    outputs: dict[str, str]  # output name -> node id
+    warnings: list[Problem]
+
+    @property
+    def name(self) -> str:
+        return self.flow.name
+
+
+def _node_timeout(spec: BlockSpec, node_timeout: float | None) -> float | None:
+    return node_timeout if node_timeout is not None else spec.timeout
+
+
+def compile_flow(flow: Flow, registry: Registry) -> CompiledFlow:
+    """Validate and compile; raises FlowInvalidError listing every error."""
+    analysis = analyse(flow, registry)
+    if not analysis.ok:
+        raise FlowInvalidError(analysis.problems)
+    index = {node_id: i for i, node_id in enumerate(analysis.nodes)}
+    wired: dict[str, dict[str, list[Edge]]] = defaultdict(lambda: defaultdict(list))
+    for edge in analysis.edges:
+        wired[edge.target.node][edge.target.port].append(edge)
+
+    nodes: list[PlanNode] = []
+    inputs: dict[str, FlowInput] = {}
+    outputs: dict[str, str] = {}
+    for node_id, info in analysis.nodes.items():
+        assert info.config is not None  # analysis.ok guarantees every config parsed
+        spec, config = info.spec, info.config
+        ports = wired[node_id]
+        static: dict[str, Any] = {}
+        if spec.config_param:
+            static[spec.config_param] = config
+        for port in info.inputs.values():
+            if port.name not in ports and not port.required:
+                static[port.name] = port.default
+        interface_name = None
+        if spec.role != "step":
+            interface_name = str(getattr(config, "name", node_id))
+        if spec.role == "flow_input":
+            default = getattr(config, "default", None)
+            inputs[interface_name or node_id] = FlowInput(
+                name=interface_name or node_id,
+                node=node_id,
+                type=spec.outputs["output"].type,
+                description=str(getattr(config, "description", "")),
+                required=bool(getattr(config, "required", True)) and default is None,
+                default=default,
+            )
+        elif spec.role == "flow_output":
+            outputs[interface_name or node_id] = node_id
+        checks = {
+            name: check
+            for name, port in spec.outputs.items()
+            if (check := checker_for(port.type)) is not None
+        }
+        nodes.append(
+            PlanNode(
+                index=index[node_id],
+                id=node_id,
+                spec=spec,
+                config=config,
+                timeout=_node_timeout(spec, info.node.timeout),
+                port_names=tuple(ports),
+                port_edge_counts=tuple(len(edges) for edges in ports.values()),
+                static_kwargs=static,
+                output_checks=checks,
+                interface_name=interface_name,
+            )
+        )
+    for node in nodes:
+        info = analysis.nodes[node.id]
+        for slot, (port_name, edges) in enumerate(wired[node.id].items()):
+            target_type = info.inputs[port_name].type
+            for edge in edges:
+                source = analysis.nodes[edge.source.node]
+                source_type = source.outputs[edge.source.port].type
+                needs_check = compatibility(source_type, target_type) is Compat.CHECK
+                nodes[index[edge.source.node]].out_edges.append(
+                    PlanEdge(
+                        target=node.index,
+                        slot=slot,
+                        source_port=edge.source.port,
+                        branch=edge.branch,
+                        check=checker_for(target_type) if needs_check else None,
+                        label=str(edge),
+                    )
+                )
+    warnings = [p for p in analysis.problems if p.severity == "warning"]
+    return CompiledFlow(flow, nodes, inputs, outputs, warnings)

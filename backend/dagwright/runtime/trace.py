@@ -1,0 +1,67 @@
+"""Folding a run's events into a per-node trace: what the debug panel and `--trace` show."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from dagwright.runtime.events import (
+    NodeCancelled,
+    NodeFailed,
+    NodeFinished,
+    NodeMessage,
+    NodeSkipped,
+    NodeStarted,
+    RunEvent,
+)
+
+NodeStatus = Literal["pending", "running", "succeeded", "skipped", "failed", "cancelled"]
+
+
+@dataclass(slots=True)
+class NodeTrace:
+    node: str
+    block: str | None = None
+    status: NodeStatus = "pending"
+    inputs: dict[str, Any] | None = None
+    output: Any = None
+    branch: str | None = None
+    started: float | None = None  # seconds since the run started
+    finished: float | None = None
+    duration: float | None = None
+    error: str | None = None
+    messages: list[dict[str, Any]] = field(default_factory=list)
+
+
+def build_trace(events: Iterable[RunEvent]) -> dict[str, NodeTrace]:
+    """Node traces in the order nodes first appear in the events."""
+    traces: dict[str, NodeTrace] = {}
+
+    def of(node: str) -> NodeTrace:
+        if node not in traces:
+            traces[node] = NodeTrace(node)
+        return traces[node]
+
+    for event in events:
+        if isinstance(event, NodeStarted):
+            trace = of(event.node)
+            trace.block, trace.status = event.block, "running"
+            trace.inputs, trace.started = event.inputs, event.t
+        elif isinstance(event, NodeFinished):
+            trace = of(event.node)
+            trace.status, trace.output, trace.branch = "succeeded", event.output, event.branch
+            trace.finished, trace.duration = event.t, event.duration
+        elif isinstance(event, NodeSkipped):
+            trace = of(event.node)
+            trace.status, trace.error = "skipped", event.reason
+        elif isinstance(event, NodeFailed):
+            trace = of(event.node)
+            trace.status, trace.error = "failed", f"{event.error_type}: {event.message}"
+            trace.finished, trace.duration = event.t, event.duration
+        elif isinstance(event, NodeCancelled):
+            trace = of(event.node)
+            trace.status, trace.error, trace.finished = "cancelled", event.reason, event.t
+        elif isinstance(event, NodeMessage):
+            of(event.node).messages.append({"kind": event.kind, "t": event.t, **event.data})
+    return traces
