@@ -134,6 +134,7 @@ def _base_of_literal(tp: Any) -> Any:
     return kinds.pop() if len(kinds) == 1 else Any
 
 
+@lru_cache(maxsize=4096)
 def compatibility(source: Any, target: Any) -> Compat:
     """May a value declared as `source` flow into a port declared as `target`?"""
     source, target = strip_annotated(source), strip_annotated(target)

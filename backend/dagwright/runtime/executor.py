@@ -130,6 +130,7 @@ class Run:
         self._workers: set[asyncio.Task[None]] = set()
         self._outputs: dict[str, Any] = {}
         self._outcome: RunError | None = None
+        self._ended = False
         self._status: RunStatus | None = None
         self._done = self._loop.create_future()
         self._waiter: asyncio.Future[None] | None = None
@@ -215,10 +216,12 @@ class Run:
 
     def _stop(self, outcome: RunError | None) -> None:
         """End the run: None when every node settled, else the error that ends it."""
-        if self._done.done():
+        if self._ended:
             return
+        self._ended = True
         self._outcome = outcome
-        self._done.set_result(None)
+        if not self._done.done():  # a cancelled main task has cancelled it already
+            self._done.set_result(None)
 
     async def _stop_workers(self) -> None:
         current = asyncio.current_task()
@@ -256,7 +259,7 @@ class Run:
 
     async def _worker(self) -> None:
         ready = self._ready
-        while ready and self._outcome is None and not self._done.done():
+        while ready and not self._ended:
             await self._run_node(ready.popleft())
 
     async def _run_node(self, node: PlanNode) -> None:

@@ -34,9 +34,10 @@ class NodeTrace:
     messages: list[dict[str, Any]] = field(default_factory=list)
 
 
-def build_trace(events: Iterable[RunEvent]) -> dict[str, NodeTrace]:
-    """Node traces in the order nodes first appear in the events."""
-    traces: dict[str, NodeTrace] = {}
+def build_trace(events: Iterable[RunEvent], nodes: Iterable[str] = ()) -> dict[str, NodeTrace]:
+    """Node traces: first the given node ids in order (so nodes never reached show as
+    pending), then any others in the order they appear in the events."""
+    traces: dict[str, NodeTrace] = {node: NodeTrace(node) for node in nodes}
 
     def of(node: str) -> NodeTrace:
         if node not in traces:

@@ -1,0 +1,3 @@
+from dagwright.cli.main import app
+
+app()
