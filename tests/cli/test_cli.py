@@ -1,0 +1,168 @@
+"""The `dagwright` command: run, validate, blocks and demo, through the real console script
+(subprocess) and through typer's runner for the finer cases."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from dagwright.cli.main import app
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "flows" / "examples"
+runner = CliRunner()
+
+
+def dagwright_command() -> list[str]:
+    script = Path(sys.executable).with_name("dagwright")
+    if script.exists():
+        return [str(script)]
+    found = shutil.which("dagwright")
+    return [found] if found else [sys.executable, "-m", "dagwright"]
+
+
+def test_console_script_runs_an_example_flow() -> None:
+    done = subprocess.run(
+        [*dagwright_command(), "run", str(EXAMPLES / "hello.json"), "--input", "name=Ann"],
+        capture_output=True, text=True, timeout=60, check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == "greeting: Hello, Ann!\n"
+
+
+def test_run_json_and_trace() -> None:
+    result = runner.invoke(app, ["run", str(EXAMPLES / "triage_by_length.json"), "--json",
+                                 "--trace", "-i", "text=one two three"])
+    assert result.exit_code == 0, result.output
+    payload = json.loads(result.stdout)
+    assert payload["status"] == "succeeded"
+    assert payload["outputs"] == {"route": "short question (3 words): answer directly",
+                                  "word_count": 3}
+    statuses = {t["node"]: t["status"] for t in payload["trace"]}
+    assert statuses["long_reply"] == "skipped"
+    assert statuses["short_reply"] == "succeeded"
+    assert all(t["duration"] is not None for t in payload["trace"] if t["status"] == "succeeded")
+
+
+def test_run_trace_table_and_file_input(tmp_path: Path) -> None:
+    text = tmp_path / "q.txt"
+    text.write_text(" ".join(["word"] * 12))
+    result = runner.invoke(app, ["run", str(EXAMPLES / "triage_by_length.json"),
+                                 "-i", f"text=@{text}", "--trace"])
+    assert result.exit_code == 0, result.output
+    assert "route: long question (12 words): plan it in steps" in result.stdout
+    assert "trace (ms since the run started)" in result.stderr
+    assert "short_reply" in result.stderr and "skipped" in result.stderr
+
+
+def test_every_example_runs() -> None:
+    result = runner.invoke(app, ["demo"])
+    assert result.exit_code == 0, result.output
+    for path in EXAMPLES.glob("*.json"):
+        assert f"== {path.name}" in result.stdout
+    assert "customers: Tom, Ann" in result.stdout
+    assert "order_count: 3" in result.stdout
+
+
+def write_flow(tmp_path: Path, doc: dict) -> Path:
+    path = tmp_path / "flow.json"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+BROKEN = {
+    "format": "dagwright.flow",
+    "version": 1,
+    "nodes": [
+        {"id": "q", "block": "text_input", "config": {"name": "q"}},
+        {"id": "x", "block": "no_such_block"},
+        {"id": "n", "block": "list_length"},
+        {"id": "out", "block": "output", "config": {"name": "r"}},
+    ],
+    "edges": [{"source": {"node": "q"}, "target": {"node": "n", "port": "items"}},
+              {"source": {"node": "n"}, "target": {"node": "out", "port": "value"}}],
+}
+
+
+def test_validate_prints_every_problem_and_exits_non_zero(tmp_path: Path) -> None:
+    result = runner.invoke(app, ["validate", str(write_flow(tmp_path, BROKEN))])
+    assert result.exit_code == 2
+    assert "error: x: [unknown_block] unknown block 'no_such_block'" in result.stdout
+    assert "error: n.items: [type_mismatch] q.output gives str but n.items takes list[Any]" \
+        in result.stdout
+    assert "invalid (2 error(s), 0 warning(s))" in result.stdout
+    as_json = runner.invoke(app, ["validate", "--json", str(write_flow(tmp_path, BROKEN))])
+    codes = sorted(p["code"] for p in json.loads(as_json.stdout))
+    assert codes == ["type_mismatch", "unknown_block"]
+
+
+def test_validate_a_good_flow() -> None:
+    result = runner.invoke(app, ["validate", str(EXAMPLES / "hello.json")])
+    assert result.exit_code == 0
+    assert "valid (0 error(s), 0 warning(s))" in result.stdout
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        ("{not json", "malformed JSON at line 1, column 2"),
+        ('{"format": "dagwright.flow", "version": 99}', "flow format version 99 is not supported"),
+    ],
+)
+def test_bad_files_give_clear_errors(tmp_path: Path, content: str, message: str) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(content)
+    for command in ("run", "validate"):
+        result = runner.invoke(app, [command, str(path)])
+        assert result.exit_code == 2
+        assert message in result.stderr
+
+
+def test_run_reports_bad_inputs(tmp_path: Path) -> None:
+    hello = str(EXAMPLES / "hello.json")
+    unknown = runner.invoke(app, ["run", hello, "-i", "nmae=Ann"])
+    assert unknown.exit_code == 2
+    assert "unknown input(s) 'nmae'; the flow takes name" in unknown.stderr
+    malformed = runner.invoke(app, ["run", hello, "-i", "name"])
+    assert malformed.exit_code == 2
+    assert "expected key=value" in malformed.stderr
+    missing = runner.invoke(app, ["run", hello, "-i", f"name=@{tmp_path / 'none.txt'}"])
+    assert missing.exit_code == 2
+    assert "cannot read" in missing.stderr
+
+
+def test_failed_run_names_the_node(tmp_path: Path) -> None:
+    doc = {
+        "format": "dagwright.flow",
+        "version": 1,
+        "nodes": [
+            {"id": "raw", "block": "text_input", "config": {"name": "raw"}},
+            {"id": "parse", "block": "from_json"},
+            {"id": "out", "block": "output", "config": {"name": "value"}},
+        ],
+        "edges": [{"source": {"node": "raw"}, "target": {"node": "parse", "port": "text"}},
+                  {"source": {"node": "parse"}, "target": {"node": "out", "port": "value"}}],
+    }
+    path = write_flow(tmp_path, doc)
+    ok = runner.invoke(app, ["run", str(path), "-i", 'raw={"a": 1}', "--json"])
+    assert json.loads(ok.stdout)["outputs"] == {"value": {"a": 1}}
+    bad = runner.invoke(app, ["run", str(path), "-i", "raw={oops"])
+    assert bad.exit_code == 1
+    assert "error: run failed: node 'parse' (from_json) failed" in bad.stderr
+
+
+def test_blocks_lists_the_registry() -> None:
+    result = runner.invoke(app, ["blocks"])
+    assert result.exit_code == 0
+    for category in ("[input]", "[data_process]", "[condition]"):
+        assert category in result.stdout
+    assert "template" in result.stdout and "compare" in result.stdout
+    schema = json.loads(runner.invoke(app, ["blocks", "--json", "--category", "condition"]).stdout)
+    assert {b["name"] for b in schema["blocks"]} >= {"compare", "switch"}
+    assert all(b["category"] == "condition" for b in schema["blocks"])
