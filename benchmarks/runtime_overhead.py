@@ -73,15 +73,21 @@ def _ports(config: CountConfig) -> list[str]:
     return [f"p{i}" for i in range(config.count)]
 
 
-@block("bench_sum", category="data_process", description="Sum many ports.", inline=True,
-       dynamic_ports=_ports)
+@block(
+    "bench_sum",
+    category="data_process",
+    description="Sum many ports.",
+    inline=True,
+    dynamic_ports=_ports,
+)
 def bench_sum(config: CountConfig, **values: int) -> int:
     """Fan-in: adds every port."""
     return sum(values.values())
 
 
-REGISTRY = Registry.from_modules([sys.modules[__name__], __import__("dagwright.blocks.input",
-                                                                    fromlist=["x"])])
+REGISTRY = Registry.from_modules(
+    [sys.modules[__name__], __import__("dagwright.blocks.input", fromlist=["x"])]
+)
 
 
 def _edge(source: str, target: str, port: str) -> dict[str, Any]:
@@ -89,13 +95,18 @@ def _edge(source: str, target: str, port: str) -> dict[str, Any]:
 
 
 def _flow(nodes: list[dict[str, Any]], edges: list[dict[str, Any]]) -> CompiledFlow:
-    doc = {"format": "dagwright.flow", "version": 1, "name": "bench", "nodes": nodes,
-           "edges": edges}
+    doc = {
+        "format": "dagwright.flow",
+        "version": 1,
+        "name": "bench",
+        "nodes": nodes,
+        "edges": edges,
+    }
     return compile_flow(parse_flow(doc), REGISTRY)
 
 
 def chain(n: int, block_name: str) -> CompiledFlow:
-    nodes = [{"id": "src", "block": "bench_source"}]
+    nodes: list[dict[str, Any]] = [{"id": "src", "block": "bench_source"}]
     edges = []
     previous = "src"
     for i in range(n):
@@ -108,9 +119,11 @@ def chain(n: int, block_name: str) -> CompiledFlow:
 
 
 def fan(n: int, block_name: str) -> CompiledFlow:
-    nodes = [{"id": "src", "block": "bench_source"},
-             {"id": "sum", "block": "bench_sum", "config": {"count": n}},
-             {"id": "out", "block": "output", "config": {"name": "result"}}]
+    nodes: list[dict[str, Any]] = [
+        {"id": "src", "block": "bench_source"},
+        {"id": "sum", "block": "bench_sum", "config": {"count": n}},
+        {"id": "out", "block": "output", "config": {"name": "result"}},
+    ]
     edges = [_edge("sum", "out", "value")]
     for i in range(n):
         nodes.append({"id": f"n{i}", "block": block_name})
@@ -159,7 +172,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
     started = time.perf_counter()
-    plan = chain(1000, "bench_inc_inline")
+    chain(1000, "bench_inc_inline")
     compile_ms = (time.perf_counter() - started) * 1e3
     print(f"validate + compile a 1,000-node chain: {compile_ms:.1f} ms (once per saved version)")
     print("\n(a) per-node overhead, median of", args.repeat, "runs (events + type checks on)")
@@ -170,14 +183,18 @@ def main() -> int:
             ok = per_node <= TARGET_US_PER_NODE
             failed |= "chain" in label and "inline" in label and not ok
             mark = "ok" if ok else "over target"
-        print(f"  {label}: {per_node:7.1f} us/node "
-              f"(x{per_node / TARGET_US_PER_NODE:.2f} of {TARGET_US_PER_NODE:g} us) {mark}")
+        print(
+            f"  {label}: {per_node:7.1f} us/node "
+            f"(x{per_node / TARGET_US_PER_NODE:.2f} of {TARGET_US_PER_NODE:g} us) {mark}"
+        )
     print("\n(b) concurrency: wall time / critical path (200 ms)")
     for label, ratio in asyncio.run(concurrency()):
         ok = ratio <= TARGET_RATIO
         failed |= not ok
-        print(f"  {label}: ratio {ratio:.3f} (target <= {TARGET_RATIO}) "
-              f"{'ok' if ok else 'over target'}")
+        print(
+            f"  {label}: ratio {ratio:.3f} (target <= {TARGET_RATIO}) "
+            f"{'ok' if ok else 'over target'}"
+        )
     return 1 if failed else 0
 
 

@@ -55,8 +55,14 @@ def _parse_json(text: str, what: str) -> Any:
         raise ValueError(f"{what} is not valid JSON: {exc.msg} at column {exc.colno}") from None
 
 
-@block("text_input", category="input", role="flow_input", inline=True,
-       description="A text the run is given.", example='question = "Who is Tom?"')
+@block(
+    "text_input",
+    category="input",
+    role="flow_input",
+    inline=True,
+    description="A text the run is given.",
+    example='question = "Who is Tom?"',
+)
 def text_input(config: TextInputConfig, value: str | int | float | bool) -> str:
     """A flow input holding text. Numbers and booleans given to it become their text."""
     if isinstance(value, bool):
@@ -64,8 +70,14 @@ def text_input(config: TextInputConfig, value: str | int | float | bool) -> str:
     return str(value)
 
 
-@block("number_input", category="input", role="flow_input", inline=True,
-       description="A number the run is given.", example='limit = 10 (or "10" from the CLI)')
+@block(
+    "number_input",
+    category="input",
+    role="flow_input",
+    inline=True,
+    description="A number the run is given.",
+    example='limit = 10 (or "10" from the CLI)',
+)
 def number_input(config: NumberInputConfig, value: float | int | str) -> float:
     """A flow input holding a number. Text such as "3.5" is parsed."""
     if isinstance(value, bool):
@@ -82,8 +94,14 @@ _TRUE = {"true", "yes", "1", "on"}
 _FALSE = {"false", "no", "0", "off"}
 
 
-@block("boolean_input", category="input", role="flow_input", inline=True,
-       description="A yes/no value the run is given.", example='verbose = true (or "yes")')
+@block(
+    "boolean_input",
+    category="input",
+    role="flow_input",
+    inline=True,
+    description="A yes/no value the run is given.",
+    example='verbose = true (or "yes")',
+)
 def boolean_input(config: BooleanInputConfig, value: bool | str | int) -> bool:
     """A flow input holding true or false; the text true/false, yes/no, on/off, 1/0 is read."""
     if isinstance(value, bool):
@@ -96,8 +114,14 @@ def boolean_input(config: BooleanInputConfig, value: bool | str | int) -> bool:
     raise ValueError(f"input {config.name!r} takes true or false, not {value!r}")
 
 
-@block("json_input", category="input", role="flow_input", inline=True,
-       description="Any JSON value the run is given.", example='filters = {"year": 2023}')
+@block(
+    "json_input",
+    category="input",
+    role="flow_input",
+    inline=True,
+    description="Any JSON value the run is given.",
+    example='filters = {"year": 2023}',
+)
 def json_input(config: JsonInputConfig, value: Any) -> Any:
     """A flow input holding any JSON value. Given as text (from the CLI), it is parsed."""
     if isinstance(value, str):
@@ -105,8 +129,14 @@ def json_input(config: JsonInputConfig, value: Any) -> Any:
     return value
 
 
-@block("list_input", category="input", role="flow_input", inline=True,
-       description="A list the run is given.", example='names = ["Tom", "Ann"]')
+@block(
+    "list_input",
+    category="input",
+    role="flow_input",
+    inline=True,
+    description="A list the run is given.",
+    example='names = ["Tom", "Ann"]',
+)
 def list_input(config: ListInputConfig, value: Any) -> list[Any]:
     """A flow input holding a list. Given as text, a JSON array is parsed, and anything else
     is split on commas."""
@@ -121,8 +151,14 @@ def list_input(config: ListInputConfig, value: Any) -> list[Any]:
     return value
 
 
-@block("output", category="input", role="flow_output", inline=True,
-       description="A value the run returns under a name.", example="answer <- llm.output")
+@block(
+    "output",
+    category="input",
+    role="flow_output",
+    inline=True,
+    description="A value the run returns under a name.",
+    example="answer <- llm.output",
+)
 def output(config: OutputConfig, value: Any) -> Any:
     """A flow output: the value wired into it is returned by the run under its name. Wire
     several edges into it to return whichever branch ran."""

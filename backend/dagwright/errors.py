@@ -30,6 +30,12 @@ class RegistryError(DagwrightError):
     code = "registry"
 
 
+class BlockConfigError(DagwrightError):
+    """A block's configuration is valid alone but gives the block unusable ports."""
+
+    code = "invalid_config"
+
+
 class UnknownBlockError(DagwrightError):
     code = "unknown_block"
 

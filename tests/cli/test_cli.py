@@ -30,20 +30,34 @@ def dagwright_command() -> list[str]:
 def test_console_script_runs_an_example_flow() -> None:
     done = subprocess.run(
         [*dagwright_command(), "run", str(EXAMPLES / "hello.json"), "--input", "name=Ann"],
-        capture_output=True, text=True, timeout=60, check=False,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout == "greeting: Hello, Ann!\n"
 
 
 def test_run_json_and_trace() -> None:
-    result = runner.invoke(app, ["run", str(EXAMPLES / "triage_by_length.json"), "--json",
-                                 "--trace", "-i", "text=one two three"])
+    result = runner.invoke(
+        app,
+        [
+            "run",
+            str(EXAMPLES / "triage_by_length.json"),
+            "--json",
+            "--trace",
+            "-i",
+            "text=one two three",
+        ],
+    )
     assert result.exit_code == 0, result.output
     payload = json.loads(result.stdout)
     assert payload["status"] == "succeeded"
-    assert payload["outputs"] == {"route": "short question (3 words): answer directly",
-                                  "word_count": 3}
+    assert payload["outputs"] == {
+        "route": "short question (3 words): answer directly",
+        "word_count": 3,
+    }
     statuses = {t["node"]: t["status"] for t in payload["trace"]}
     assert statuses["long_reply"] == "skipped"
     assert statuses["short_reply"] == "succeeded"
@@ -53,12 +67,14 @@ def test_run_json_and_trace() -> None:
 def test_run_trace_table_and_file_input(tmp_path: Path) -> None:
     text = tmp_path / "q.txt"
     text.write_text(" ".join(["word"] * 12))
-    result = runner.invoke(app, ["run", str(EXAMPLES / "triage_by_length.json"),
-                                 "-i", f"text=@{text}", "--trace"])
+    result = runner.invoke(
+        app, ["run", str(EXAMPLES / "triage_by_length.json"), "-i", f"text=@{text}", "--trace"]
+    )
     assert result.exit_code == 0, result.output
     assert "route: long question (12 words): plan it in steps" in result.stdout
     assert "trace (ms since the run started)" in result.stderr
-    assert "short_reply" in result.stderr and "skipped" in result.stderr
+    assert "short_reply" in result.stderr
+    assert "skipped" in result.stderr
 
 
 def test_every_example_runs() -> None:
@@ -85,8 +101,10 @@ BROKEN = {
         {"id": "n", "block": "list_length"},
         {"id": "out", "block": "output", "config": {"name": "r"}},
     ],
-    "edges": [{"source": {"node": "q"}, "target": {"node": "n", "port": "items"}},
-              {"source": {"node": "n"}, "target": {"node": "out", "port": "value"}}],
+    "edges": [
+        {"source": {"node": "q"}, "target": {"node": "n", "port": "items"}},
+        {"source": {"node": "n"}, "target": {"node": "out", "port": "value"}},
+    ],
 }
 
 
@@ -94,8 +112,10 @@ def test_validate_prints_every_problem_and_exits_non_zero(tmp_path: Path) -> Non
     result = runner.invoke(app, ["validate", str(write_flow(tmp_path, BROKEN))])
     assert result.exit_code == 2
     assert "error: x: [unknown_block] unknown block 'no_such_block'" in result.stdout
-    assert "error: n.items: [type_mismatch] q.output gives str but n.items takes list[Any]" \
+    assert (
+        "error: n.items: [type_mismatch] q.output gives str but n.items takes list[Any]"
         in result.stdout
+    )
     assert "invalid (2 error(s), 0 warning(s))" in result.stdout
     as_json = runner.invoke(app, ["validate", "--json", str(write_flow(tmp_path, BROKEN))])
     codes = sorted(p["code"] for p in json.loads(as_json.stdout))
@@ -146,8 +166,10 @@ def test_failed_run_names_the_node(tmp_path: Path) -> None:
             {"id": "parse", "block": "from_json"},
             {"id": "out", "block": "output", "config": {"name": "value"}},
         ],
-        "edges": [{"source": {"node": "raw"}, "target": {"node": "parse", "port": "text"}},
-                  {"source": {"node": "parse"}, "target": {"node": "out", "port": "value"}}],
+        "edges": [
+            {"source": {"node": "raw"}, "target": {"node": "parse", "port": "text"}},
+            {"source": {"node": "parse"}, "target": {"node": "out", "port": "value"}},
+        ],
     }
     path = write_flow(tmp_path, doc)
     ok = runner.invoke(app, ["run", str(path), "-i", 'raw={"a": 1}', "--json"])
@@ -162,7 +184,8 @@ def test_blocks_lists_the_registry() -> None:
     assert result.exit_code == 0
     for category in ("[input]", "[data_process]", "[condition]"):
         assert category in result.stdout
-    assert "template" in result.stdout and "compare" in result.stdout
+    assert "template" in result.stdout
+    assert "compare" in result.stdout
     schema = json.loads(runner.invoke(app, ["blocks", "--json", "--category", "condition"]).stdout)
     assert {b["name"] for b in schema["blocks"]} >= {"compare", "switch"}
     assert all(b["category"] == "condition" for b in schema["blocks"])

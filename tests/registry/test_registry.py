@@ -11,7 +11,12 @@ from typing import Any
 import pytest
 from pydantic import BaseModel
 
-from dagwright.errors import BlockDefinitionError, RegistryError, UnknownBlockError
+from dagwright.errors import (
+    BlockConfigError,
+    BlockDefinitionError,
+    RegistryError,
+    UnknownBlockError,
+)
 from dagwright.registry import NodeContext, Registry, Route, block
 from dagwright.registry.registry import BLOCKS_PATH_ENV
 
@@ -43,14 +48,28 @@ def test_ports_come_from_annotations() -> None:
     assert spec.context_param == "ctx"
     assert spec.config_model is Config
     assert [(p.name, p.required, p.default) for p in spec.inputs.values()] == [
-        ("text", True, None), ("count", False, 3)]
+        ("text", True, None),
+        ("count", False, 3),
+    ]
     schema = spec.to_schema()
     assert schema["inputs"][0]["type"] == "str"
-    assert schema["inputs"][1] == {"name": "count", "type": "int", "schema": {"type": "integer"},
-                                   "required": False, "description": "", "default": 3}
-    assert schema["outputs"] == [{"name": "output", "type": "list[str]",
-                                  "schema": {"items": {"type": "string"}, "type": "array"},
-                                  "required": True, "description": ""}]
+    assert schema["inputs"][1] == {
+        "name": "count",
+        "type": "int",
+        "schema": {"type": "integer"},
+        "required": False,
+        "description": "",
+        "default": 3,
+    }
+    assert schema["outputs"] == [
+        {
+            "name": "output",
+            "type": "list[str]",
+            "schema": {"items": {"type": "string"}, "type": "array"},
+            "required": True,
+            "description": "",
+        }
+    ]
     assert schema["config_schema"]["properties"]["names"]["type"] == "array"
     assert schema["doc"] == "Demo block."
 
@@ -79,21 +98,28 @@ def test_dynamic_ports_and_conditions() -> None:
 @pytest.mark.parametrize(
     ("source", "message"),
     [
-        ("def f(x: set[int]) -> int:\n    '''d'''\n    return 1",
-         "input 'x': set[int] is not a supported port type"),
+        (
+            "def f(x: set[int]) -> int:\n    '''d'''\n    return 1",
+            "input 'x': set[int] is not a supported port type",
+        ),
         ("def f(x) -> int:\n    '''d'''\n    return 1", "parameter 'x' has no type annotation"),
         ("def f(x: int):\n    '''d'''\n    return 1", "the return annotation is missing"),
         ("def f(x: int) -> int:\n    return 1", "a docstring is required"),
         ("def f(x: dict[int, str]) -> int:\n    '''d'''\n    return 1", "dict keys must be str"),
-        ("def f(config: int) -> int:\n    '''d'''\n    return 1", "must be annotated with a pydantic"),
+        (
+            "def f(config: int) -> int:\n    '''d'''\n    return 1",
+            "must be annotated with a pydantic",
+        ),
         ("def f(x: int) -> Route[int]:\n    '''d'''\n    return 1", "declares branches="),
     ],
 )
 def test_bad_declarations_name_the_function(source: str, message: str) -> None:
     namespace: dict[str, Any] = {"Route": Route, "__name__": "user_module"}
-    exec(compile(source, "user_module.py", "exec"), namespace)  # noqa: S102
-    with pytest.raises(BlockDefinitionError,
-                       match=re.escape("block function user_module.f: ") + ".*" + re.escape(message)):
+    exec(compile(source, "user_module.py", "exec"), namespace)
+    with pytest.raises(
+        BlockDefinitionError,
+        match=re.escape("block function user_module.f: ") + ".*" + re.escape(message),
+    ):
         block("f", category="data_process", description="d")(namespace["f"])
 
 
@@ -110,7 +136,7 @@ def test_bad_category_and_description() -> None:
 
 def _module(name: str, source: str) -> types.ModuleType:
     module = types.ModuleType(name)
-    exec(textwrap.dedent(source), module.__dict__)  # noqa: S102
+    exec(textwrap.dedent(source), module.__dict__)
     return module
 
 
@@ -127,21 +153,25 @@ def one(x: int) -> int:
 def test_duplicate_names_name_both_modules() -> None:
     first = _module("pkg.first", BLOCK_SOURCE)
     second = _module("pkg.second", BLOCK_SOURCE)
-    with pytest.raises(RegistryError, match="'same_name' is declared twice: in pkg.first and "
-                                            "in pkg.second"):
+    with pytest.raises(
+        RegistryError, match=r"'same_name' is declared twice: in pkg\.first and in pkg\.second"
+    ):
         Registry.from_modules([first, second])
 
 
-def test_user_block_folder_loads_without_other_changes(tmp_path: Path,
-                                                       monkeypatch: pytest.MonkeyPatch) -> None:
-    (tmp_path / "shout.py").write_text(textwrap.dedent('''
+def test_user_block_folder_loads_without_other_changes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "shout.py").write_text(
+        textwrap.dedent('''
         from dagwright.registry import block
 
         @block("user_shout", category="tool", description="Shout.", inline=True)
         def shout(text: str) -> str:
             """Upper-cases text and adds an exclamation mark."""
             return text.upper() + "!"
-    '''))
+    ''')
+    )
     monkeypatch.setenv(BLOCKS_PATH_ENV, str(tmp_path))
     registry = Registry.default()
     assert registry.get("user_shout").fn(text="hi") == "HI!"
@@ -149,14 +179,16 @@ def test_user_block_folder_loads_without_other_changes(tmp_path: Path,
 
 
 def test_broken_user_module_is_named(tmp_path: Path) -> None:
-    (tmp_path / "broken.py").write_text(textwrap.dedent('''
+    (tmp_path / "broken.py").write_text(
+        textwrap.dedent('''
         from dagwright.registry import block
 
         @block("broken", category="tool", description="Broken.")
         def broken(x: frozenset[int]) -> int:
             """Doc."""
             return 1
-    '''))
+    ''')
+    )
     (tmp_path / "crash.py").write_text("raise RuntimeError('import went wrong')\n")
     with pytest.raises(RegistryError) as info:
         Registry.default(extra_paths=[tmp_path])
@@ -175,7 +207,23 @@ def test_registry_schema_covers_every_block() -> None:
     schema = Registry.default(extra_paths=[]).to_schema()
     assert schema["categories"] == ["input", "data_process", "condition", "llm", "invoke", "tool"]
     for entry in schema["blocks"]:
-        assert entry["description"] and entry["doc"]
+        assert entry["description"]
+        assert entry["doc"]
         assert entry["config_schema"]["type"] == "object"
         for port in entry["inputs"] + entry["outputs"]:
-            assert isinstance(port["type"], str) and isinstance(port["schema"], dict)
+            assert isinstance(port["type"], str)
+            assert isinstance(port["schema"], dict)
+
+
+def test_dynamic_ports_may_not_shadow_the_config_or_declared_ports() -> None:
+    @block("shadow", category="data_process", description="Shadow.", dynamic_ports=_names)
+    async def shadow(config: Config, fixed: int, **values: int) -> int:
+        """Sums."""
+        return fixed + sum(values.values())
+
+    spec = shadow.__dagwright_block__
+    for taken in ("config", "fixed"):
+        with pytest.raises(BlockConfigError, match=f"port name '{taken}' is reserved"):
+            spec.input_ports(Config(names=["a", taken]))
+    with pytest.raises(BlockConfigError, match="not an identifier"):
+        spec.input_ports(Config(names=["two words"]))

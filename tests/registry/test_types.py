@@ -72,7 +72,8 @@ def test_checkers(tp: Any, good: Any, bad: Any, message: str) -> None:
     assert check is not None
     assert check(good) is None
     problem = check(bad)
-    assert problem is not None and problem.startswith(message)
+    assert problem is not None
+    assert problem.startswith(message)
 
 
 def test_any_needs_no_check() -> None:

@@ -7,7 +7,6 @@ import asyncio
 import time
 
 import pytest
-from support.flows import compiled, edge, node
 
 from dagwright.errors import InputError
 from dagwright.runtime import (
@@ -23,6 +22,7 @@ from dagwright.runtime import (
     RunStarted,
     build_trace,
 )
+from support.flows import compiled, edge, node
 
 
 def started(events: list, node_id: str) -> float:
@@ -39,10 +39,20 @@ def out(name: str = "out", output: str = "result") -> dict:
 
 async def test_chain_computes_in_order() -> None:
     plan = compiled(
-        [node("n", "json_input", name="n"), node("c", "t_const", value=2),
-         node("add", "t_add"), node("add2", "t_add"), out()],
-        [edge("n", "add.a"), edge("c", "add.b"), edge("add", "add2.a"), edge("c", "add2.b"),
-         edge("add2", "out")],
+        [
+            node("n", "json_input", name="n"),
+            node("c", "t_const", value=2),
+            node("add", "t_add"),
+            node("add2", "t_add"),
+            out(),
+        ],
+        [
+            edge("n", "add.a"),
+            edge("c", "add.b"),
+            edge("add", "add2.a"),
+            edge("c", "add2.b"),
+            edge("add2", "out"),
+        ],
     )
     result = await Executor().run(plan, {"n": "1"})
     assert result.status == "succeeded"
@@ -54,12 +64,24 @@ async def test_chain_computes_in_order() -> None:
 async def test_independent_branches_run_concurrently(block: str) -> None:
     branches = [node(f"s{i}", block, seconds=0.3) for i in range(4)]
     plan = compiled(
-        [node("c", "t_const", value=1), *branches,
-         node("join", "t_add"), node("join2", "t_add"), node("join3", "t_add"), out()],
-        [*(edge("c", f"s{i}.x") for i in range(4)),
-         edge("s0", "join.a"), edge("s1", "join.b"), edge("join", "join2.a"),
-         edge("s2", "join2.b"), edge("join2", "join3.a"), edge("s3", "join3.b"),
-         edge("join3", "out")],
+        [
+            node("c", "t_const", value=1),
+            *branches,
+            node("join", "t_add"),
+            node("join2", "t_add"),
+            node("join3", "t_add"),
+            out(),
+        ],
+        [
+            *(edge("c", f"s{i}.x") for i in range(4)),
+            edge("s0", "join.a"),
+            edge("s1", "join.b"),
+            edge("join", "join2.a"),
+            edge("s2", "join2.b"),
+            edge("join2", "join3.a"),
+            edge("s3", "join3.b"),
+            edge("join3", "out"),
+        ],
     )
     begin = time.perf_counter()
     result = await Executor().run(plan)
@@ -73,8 +95,10 @@ async def test_independent_branches_run_concurrently(block: str) -> None:
 
 
 async def test_sync_block_does_not_block_the_loop() -> None:
-    plan = compiled([node("c", "t_const", value=1), node("s", "t_sleep_sync", seconds=0.3),
-                     out()], [edge("c", "s.x"), edge("s", "out")])
+    plan = compiled(
+        [node("c", "t_const", value=1), node("s", "t_sleep_sync", seconds=0.3), out()],
+        [edge("c", "s.x"), edge("s", "out")],
+    )
     ticks = 0
 
     async def ticker() -> None:
@@ -90,11 +114,25 @@ async def test_sync_block_does_not_block_the_loop() -> None:
 
 
 def condition_flow(value: int) -> dict:
-    nodes = [node("c", "t_const", value=value), node("cond", "t_is_positive"),
-             node("pos1", "t_add"), node("pos2", "t_add"), node("neg", "t_add", ), out()]
-    edges = [edge("c", "cond.x"), edge("cond", "pos1.a", branch="true"),
-             edge("pos1", "pos2.a"), edge("cond", "neg.a", branch="false"),
-             edge("pos2", "out"), edge("neg", "out")]
+    nodes = [
+        node("c", "t_const", value=value),
+        node("cond", "t_is_positive"),
+        node("pos1", "t_add"),
+        node("pos2", "t_add"),
+        node(
+            "neg",
+            "t_add",
+        ),
+        out(),
+    ]
+    edges = [
+        edge("c", "cond.x"),
+        edge("cond", "pos1.a", branch="true"),
+        edge("pos1", "pos2.a"),
+        edge("cond", "neg.a", branch="false"),
+        edge("pos2", "out"),
+        edge("neg", "out"),
+    ]
     return {"nodes": nodes, "edges": edges}
 
 
@@ -121,18 +159,27 @@ async def test_condition_true_branch() -> None:
 
 async def test_output_on_branch_not_taken_is_absent_not_none() -> None:
     plan = compiled(
-        [node("c", "t_const", value=-1), node("cond", "t_is_positive"),
-         node("yes", "output", name="yes"), node("no", "output", name="no")],
-        [edge("c", "cond.x"), edge("cond", "yes", branch="true"),
-         edge("cond", "no", branch="false")],
+        [
+            node("c", "t_const", value=-1),
+            node("cond", "t_is_positive"),
+            node("yes", "output", name="yes"),
+            node("no", "output", name="no"),
+        ],
+        [
+            edge("c", "cond.x"),
+            edge("cond", "yes", branch="true"),
+            edge("cond", "no", branch="false"),
+        ],
     )
     result = await Executor().run(plan)
     assert result.outputs == {"no": -1}
 
 
 async def test_none_output_is_a_value_not_a_skip() -> None:
-    plan = compiled([node("c", "t_const", value=1), node("n", "t_none"), out()],
-                    [edge("c", "n.x"), edge("n", "out")])
+    plan = compiled(
+        [node("c", "t_const", value=1), node("n", "t_none"), out()],
+        [edge("c", "n.x"), edge("n", "out")],
+    )
     result = await Executor().run(plan)
     assert result.outputs == {"result": None}
     assert not any(isinstance(e, NodeSkipped) for e in result.events)
@@ -140,10 +187,19 @@ async def test_none_output_is_a_value_not_a_skip() -> None:
 
 async def test_merge_takes_first_value_to_arrive() -> None:
     plan = compiled(
-        [node("slow_src", "t_const", value="slow"), node("fast_src", "t_const", value="fast"),
-         node("slow", "t_sleep", seconds=0.2), node("fast", "t_sleep", seconds=0.01), out()],
-        [edge("slow_src", "slow.x"), edge("fast_src", "fast.x"), edge("slow", "out"),
-         edge("fast", "out")],
+        [
+            node("slow_src", "t_const", value="slow"),
+            node("fast_src", "t_const", value="fast"),
+            node("slow", "t_sleep", seconds=0.2),
+            node("fast", "t_sleep", seconds=0.01),
+            out(),
+        ],
+        [
+            edge("slow_src", "slow.x"),
+            edge("fast_src", "fast.x"),
+            edge("slow", "out"),
+            edge("fast", "out"),
+        ],
     )
     result = await Executor().run(plan)
     assert result.outputs == {"result": "fast"}
@@ -155,16 +211,20 @@ async def test_merge_takes_first_value_to_arrive() -> None:
 async def test_many_edges_from_one_output_all_deliver() -> None:
     plan = compiled(
         [node("c", "t_const", value=2), node("a", "t_add"), node("b", "t_add"), out()],
-        [edge("c", "a.a"), edge("c", "a.b"), edge("c", "b.a"), edge("a", "b.b"),
-         edge("b", "out")],
+        [edge("c", "a.a"), edge("c", "a.b"), edge("c", "b.a"), edge("a", "b.b"), edge("b", "out")],
     )
     assert (await Executor().run(plan)).outputs == {"result": 6}
 
 
 async def test_multiple_output_ports() -> None:
     plan = compiled(
-        [node("c", "t_const", value=7), node("p", "t_pair"), node("u", "t_upper"),
-         node("o1", "output", name="left"), node("o2", "output", name="right")],
+        [
+            node("c", "t_const", value=7),
+            node("p", "t_pair"),
+            node("u", "t_upper"),
+            node("o1", "output", name="left"),
+            node("o2", "output", name="right"),
+        ],
         [edge("c", "p.x"), edge("p.left", "o1"), edge("p.right", "u.text"), edge("u", "o2")],
     )
     assert (await Executor().run(plan)).outputs == {"left": 7, "right": "7"}
@@ -172,10 +232,20 @@ async def test_multiple_output_ports() -> None:
 
 async def test_failing_node_fails_run_and_cancels_running_nodes() -> None:
     plan = compiled(
-        [node("c", "t_const", value=1), node("bad", "t_fail", message="disk on fire"),
-         node("slow", "t_sleep", seconds=10), node("after", "t_add"), out()],
-        [edge("c", "bad.x"), edge("c", "slow.x"), edge("bad", "after.a"),
-         edge("slow", "after.b"), edge("after", "out")],
+        [
+            node("c", "t_const", value=1),
+            node("bad", "t_fail", message="disk on fire"),
+            node("slow", "t_sleep", seconds=10),
+            node("after", "t_add"),
+            out(),
+        ],
+        [
+            edge("c", "bad.x"),
+            edge("c", "slow.x"),
+            edge("bad", "after.a"),
+            edge("slow", "after.b"),
+            edge("after", "out"),
+        ],
     )
     begin = time.perf_counter()
     result = await Executor().run(plan)
@@ -187,20 +257,22 @@ async def test_failing_node_fails_run_and_cancels_running_nodes() -> None:
     assert result.error.message == "node 'bad' (t_fail) failed: ValueError: disk on fire"
     failed = [e for e in result.events if isinstance(e, NodeFailed)]
     assert [(e.node, e.error_type, e.message) for e in failed] == [
-        ("bad", "ValueError", "disk on fire")]
+        ("bad", "ValueError", "disk on fire")
+    ]
     cancelled = [e.node for e in result.events if isinstance(e, NodeCancelled)]
     assert cancelled == ["slow"]
     assert isinstance(result.events[-1], RunFinished)
-    trace = build_trace(result.events, [n.id for n in plan.nodes])
+    trace = build_trace(result.events, plan.blocks())
     assert trace["after"].status == "pending"
     assert trace["slow"].status == "cancelled"
     assert trace["bad"].status == "failed"
 
 
 async def test_node_timeout() -> None:
-    plan = compiled([node("c", "t_const", value=1), node("hang", "t_sleep", seconds=30,
-                                                         timeout=0.1), out()],
-                    [edge("c", "hang.x"), edge("hang", "out")])
+    plan = compiled(
+        [node("c", "t_const", value=1), node("hang", "t_sleep", seconds=30, timeout=0.1), out()],
+        [edge("c", "hang.x"), edge("hang", "out")],
+    )
     begin = time.perf_counter()
     result = await Executor().run(plan)
     assert time.perf_counter() - begin < 1
@@ -212,16 +284,20 @@ async def test_node_timeout() -> None:
 
 
 async def test_default_node_timeout_applies_to_sync_blocks() -> None:
-    plan = compiled([node("c", "t_const", value=1), node("s", "t_sleep_sync", seconds=1),
-                     out()], [edge("c", "s.x"), edge("s", "out")])
+    plan = compiled(
+        [node("c", "t_const", value=1), node("s", "t_sleep_sync", seconds=1), out()],
+        [edge("c", "s.x"), edge("s", "out")],
+    )
     result = await Executor(ExecutorOptions(node_timeout=0.1)).run(plan)
     assert result.error is not None
     assert result.error.code == "node_timeout"
 
 
 async def test_run_timeout() -> None:
-    plan = compiled([node("c", "t_const", value=1), node("s", "t_sleep", seconds=5), out()],
-                    [edge("c", "s.x"), edge("s", "out")])
+    plan = compiled(
+        [node("c", "t_const", value=1), node("s", "t_sleep", seconds=5), out()],
+        [edge("c", "s.x"), edge("s", "out")],
+    )
     result = await Executor(ExecutorOptions(run_timeout=0.1)).run(plan)
     assert result.status == "failed"
     assert result.error is not None
@@ -230,8 +306,10 @@ async def test_run_timeout() -> None:
 
 
 async def test_cancel_a_run() -> None:
-    plan = compiled([node("c", "t_const", value=1), node("s", "t_sleep", seconds=30), out()],
-                    [edge("c", "s.x"), edge("s", "out")])
+    plan = compiled(
+        [node("c", "t_const", value=1), node("s", "t_sleep", seconds=30), out()],
+        [edge("c", "s.x"), edge("s", "out")],
+    )
     run = Executor().start(plan)
     await asyncio.sleep(0.05)
     run.cancel()
@@ -242,8 +320,10 @@ async def test_cancel_a_run() -> None:
 
 
 async def test_cancelling_the_caller_cancels_the_run() -> None:
-    plan = compiled([node("c", "t_const", value=1), node("s", "t_sleep", seconds=30), out()],
-                    [edge("c", "s.x"), edge("s", "out")])
+    plan = compiled(
+        [node("c", "t_const", value=1), node("s", "t_sleep", seconds=30), out()],
+        [edge("c", "s.x"), edge("s", "out")],
+    )
     run = Executor().start(plan)
     caller = asyncio.create_task(run.result())
     await asyncio.sleep(0.05)
@@ -256,8 +336,10 @@ async def test_cancelling_the_caller_cancels_the_run() -> None:
 
 
 async def test_wrong_output_type_fails_naming_node_and_types() -> None:
-    plan = compiled([node("w", "t_wrong_type"), node("add", "t_add"), out()],
-                    [edge("w", "add.a"), edge("add", "out")])
+    plan = compiled(
+        [node("w", "t_wrong_type"), node("add", "t_add"), out()],
+        [edge("w", "add.a"), edge("add", "out")],
+    )
     result = await Executor().run(plan)
     assert result.error is not None
     assert result.error.code == "output_type"
@@ -266,8 +348,10 @@ async def test_wrong_output_type_fails_naming_node_and_types() -> None:
 
 
 async def test_any_into_typed_port_is_checked_at_run_time() -> None:
-    plan = compiled([node("j", "json_input", name="j"), node("u", "t_upper"), out()],
-                    [edge("j", "u.text"), edge("u", "out")])
+    plan = compiled(
+        [node("j", "json_input", name="j"), node("u", "t_upper"), out()],
+        [edge("j", "u.text"), edge("u", "out")],
+    )
     ok = await Executor().run(plan, {"j": '"abc"'})
     assert ok.outputs == {"result": "ABC"}
     bad = await Executor().run(plan, {"j": "42"})
@@ -281,13 +365,12 @@ async def test_inputs_checked_before_anything_runs() -> None:
     plan = compiled([node("q", "text_input", name="question"), out()], [edge("q", "out")])
     with pytest.raises(InputError, match="missing required input 'question'"):
         Executor().start(plan, {})
-    with pytest.raises(InputError, match="unknown input.*'questoin'.*takes question"):
+    with pytest.raises(InputError, match=r"unknown input.*'questoin'.*takes question"):
         Executor().start(plan, {"question": "a", "questoin": "b"})
 
 
 async def test_input_default_and_coercion_errors() -> None:
-    plan = compiled([node("n", "number_input", name="n", default=2.5), out()],
-                    [edge("n", "out")])
+    plan = compiled([node("n", "number_input", name="n", default=2.5), out()], [edge("n", "out")])
     assert (await Executor().run(plan)).outputs == {"result": 2.5}
     bad = await Executor().run(plan, {"n": "many"})
     assert bad.error is not None
@@ -298,16 +381,21 @@ async def test_input_default_and_coercion_errors() -> None:
 async def test_concurrency_limit_is_respected() -> None:
     count = 8
     plan = compiled(
-        [node("c", "t_const", value=0),
-         *(node(f"s{i}", "t_sleep", seconds=0.05) for i in range(count)),
-         *(node(f"o{i}", "output", name=f"o{i}") for i in range(count))],
-        [*(edge("c", f"s{i}.x") for i in range(count)),
-         *(edge(f"s{i}", f"o{i}") for i in range(count))],
+        [
+            node("c", "t_const", value=0),
+            *(node(f"s{i}", "t_sleep", seconds=0.05) for i in range(count)),
+            *(node(f"o{i}", "output", name=f"o{i}") for i in range(count)),
+        ],
+        [
+            *(edge("c", f"s{i}.x") for i in range(count)),
+            *(edge(f"s{i}", f"o{i}") for i in range(count)),
+        ],
     )
     result = await Executor(ExecutorOptions(concurrency=2)).run(plan)
     assert result.status == "succeeded"
-    spans = [(started(result.events, f"s{i}"), finished(result.events, f"s{i}"))
-             for i in range(count)]
+    spans = [
+        (started(result.events, f"s{i}"), finished(result.events, f"s{i}")) for i in range(count)
+    ]
     overlap = max(sum(1 for s, e in spans if s <= t < e) for t, _ in spans)
     assert overlap == 2
 
@@ -321,8 +409,11 @@ async def test_long_chain_and_long_skip_chain_do_not_overflow() -> None:
         if i:
             edges.append(edge(f"a{i - 1}", f"a{i}.a"))
     nodes += [node("b0", "t_add"), out()]
-    edges += [edge("cond", "b0.a", branch="false"), edge(f"a{length - 1}", "out"),
-              edge("b0", "out")]
+    edges += [
+        edge("cond", "b0.a", branch="false"),
+        edge(f"a{length - 1}", "out"),
+        edge("b0", "out"),
+    ]
     for i in range(1, length):
         nodes.append(node(f"b{i}", "t_add"))
         edges.append(edge(f"b{i - 1}", f"b{i}.a"))
@@ -337,8 +428,12 @@ async def test_long_chain_and_long_skip_chain_do_not_overflow() -> None:
 
 async def test_blocks_report_progress_as_events() -> None:
     plan = compiled(
-        [node("a", "t_emit"), node("b", "t_emit_sync"), node("o1", "output", name="a"),
-         node("o2", "output", name="b")],
+        [
+            node("a", "t_emit"),
+            node("b", "t_emit_sync"),
+            node("o1", "output", name="a"),
+            node("o2", "output", name="b"),
+        ],
         [edge("a", "o1"), edge("b", "o2")],
     )
     result = await Executor().run(plan)
@@ -350,8 +445,10 @@ async def test_blocks_report_progress_as_events() -> None:
 
 
 async def test_event_stream_is_live_ordered_and_replayable() -> None:
-    plan = compiled([node("c", "t_const", value=1), node("s", "t_sleep", seconds=0.05),
-                     out()], [edge("c", "s.x"), edge("s", "out")])
+    plan = compiled(
+        [node("c", "t_const", value=1), node("s", "t_sleep", seconds=0.05), out()],
+        [edge("c", "s.x"), edge("s", "out")],
+    )
     run = Executor().start(plan)
 
     async def collect() -> list:
@@ -361,7 +458,8 @@ async def test_event_stream_is_live_ordered_and_replayable() -> None:
     late = await collect()  # a consumer arriving after the end still gets everything
     assert first == second == late == run.events
     kinds = [e.type for e in first]
-    assert kinds[0] == "run_started" and kinds[-1] == "run_finished"
+    assert kinds[0] == "run_started"
+    assert kinds[-1] == "run_finished"
     assert kinds.count("node_started") == kinds.count("node_finished") == 3
     times = [e.t for e in first]
     assert times == sorted(times)

@@ -6,18 +6,21 @@ import json
 from pathlib import Path
 
 import pytest
-from support.flows import edge, flow_doc, node
 
 from dagwright.errors import FlowFormatError
 from dagwright.runtime import load_flow, loads_flow, parse_flow
+from support.flows import edge, flow_doc, node
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "flows" / "examples"
 
 
 def test_round_trip_keeps_every_edge_including_parallel_ones() -> None:
     doc = flow_doc(
-        [node("a", "t_const", value=1), {**node("b", "t_add"), "position": {"x": 10, "y": 20}},
-         node("out", "output", name="r")],
+        [
+            node("a", "t_const", value=1),
+            {**node("b", "t_add"), "position": {"x": 10, "y": 20}},
+            node("out", "output", name="r"),
+        ],
         # two edges between the same pair of nodes, and two into one port (a merge)
         [edge("a", "b.a"), edge("a", "b.b"), edge("b", "out"), edge("a", "out")],
     )
@@ -25,7 +28,8 @@ def test_round_trip_keeps_every_edge_including_parallel_ones() -> None:
     again = loads_flow(flow.to_json())
     assert again == flow
     assert len(again.edges) == 4
-    assert again.nodes[1].position is not None and again.nodes[1].position.x == 10
+    assert again.nodes[1].position is not None
+    assert again.nodes[1].position.x == 10
 
 
 def test_malformed_json_names_line_and_column() -> None:
@@ -35,21 +39,24 @@ def test_malformed_json_names_line_and_column() -> None:
 
 
 def test_unknown_version_is_refused_clearly() -> None:
-    with pytest.raises(FlowFormatError,
-                       match="flow format version 7 is not supported; this dagwright reads 1"):
+    with pytest.raises(
+        FlowFormatError, match="flow format version 7 is not supported; this dagwright reads 1"
+    ):
         parse_flow({"format": "dagwright.flow", "version": 7, "nodes": []})
 
 
 def test_not_a_flow() -> None:
-    with pytest.raises(FlowFormatError, match="'format' must be 'dagwright.flow', not None"):
+    with pytest.raises(FlowFormatError, match=r"'format' must be 'dagwright\.flow', not None"):
         parse_flow({"nodes": []})
     with pytest.raises(FlowFormatError, match="a flow is a JSON object, not list"):
         parse_flow([])
 
 
 def test_shape_errors_name_their_location() -> None:
-    doc = flow_doc([{"id": "a b", "block": "x"}, {"id": "c"}],
-                   [{"source": {"node": "a"}, "target": {}, "colour": "red"}])
+    doc = flow_doc(
+        [{"id": "a b", "block": "x"}, {"id": "c"}],
+        [{"source": {"node": "a"}, "target": {}, "colour": "red"}],
+    )
     with pytest.raises(FlowFormatError) as info:
         parse_flow(doc)
     message = info.value.message

@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from support.flows import edge, make_flow, node, registry
+from pydantic import BaseModel
 
+from dagwright.registry import Registry, block
 from dagwright.runtime import FlowInvalidError, Problem, compile_flow, validate
+from support.flows import edge, make_flow, node, registry
 
 
 def problems(nodes: list, edges: list) -> list[Problem]:
@@ -54,19 +56,33 @@ def test_unknown_node_in_edge() -> None:
 
 
 def test_unknown_ports() -> None:
-    found = errors([SRC, node("a", "t_add"), OUT],
-                   [edge("c", "a.a"), edge("c.nope", "a.b"), edge("a", "out.wrong"),
-                    edge("c", "out")])
+    found = errors(
+        [SRC, node("a", "t_add"), OUT],
+        [edge("c", "a.a"), edge("c.nope", "a.b"), edge("a", "out.wrong"), edge("c", "out")],
+    )
     assert ("unknown_port", "c", "nope") in found
     assert ("unknown_port", "out", "wrong") in found
-    message = next(p.message for p in problems([SRC, OUT], [edge("c", "out.wrong")])
-                   if p.code == "unknown_port")
+    message = next(
+        p.message
+        for p in problems([SRC, OUT], [edge("c", "out.wrong")])
+        if p.code == "unknown_port"
+    )
     assert message == "block 'output' has no input 'wrong' (inputs: value)"
 
 
 def test_type_mismatch_names_both_types() -> None:
-    problem = one([node("p", "t_pair", ), node("c", "t_const", value=1), node("u", "t_upper"),
-                   OUT], [edge("c", "p.x"), edge("p.left", "u.text"), edge("u", "out")])
+    problem = one(
+        [
+            node(
+                "p",
+                "t_pair",
+            ),
+            node("c", "t_const", value=1),
+            node("u", "t_upper"),
+            OUT,
+        ],
+        [edge("c", "p.x"), edge("p.left", "u.text"), edge("u", "out")],
+    )
     assert (problem.code, problem.node, problem.port) == ("type_mismatch", "u", "text")
     assert problem.message == "p.left gives int but u.text takes str"
 
@@ -82,24 +98,44 @@ def test_optional_input_may_stay_unwired() -> None:
 
 
 def test_cycle_is_named() -> None:
-    found = [p for p in problems(
-        [SRC, node("a", "t_add"), node("b", "t_add"), node("d", "t_add"), OUT],
-        [edge("c", "a.a"), edge("a", "b.a"), edge("b", "d.a"), edge("d", "a.b"),
-         edge("d", "out")]) if p.code == "cycle"]
+    found = [
+        p
+        for p in problems(
+            [SRC, node("a", "t_add"), node("b", "t_add"), node("d", "t_add"), OUT],
+            [
+                edge("c", "a.a"),
+                edge("a", "b.a"),
+                edge("b", "d.a"),
+                edge("d", "a.b"),
+                edge("d", "out"),
+            ],
+        )
+        if p.code == "cycle"
+    ]
     assert len(found) == 1
     assert found[0].message.startswith("cycle: a -> b -> d -> a")
 
 
 def test_self_loop_is_a_cycle() -> None:
-    found = errors([SRC, node("a", "t_add"), OUT],
-                   [edge("c", "a.a"), edge("a", "a.b"), edge("a", "out")])
+    found = errors(
+        [SRC, node("a", "t_add"), OUT], [edge("c", "a.a"), edge("a", "a.b"), edge("a", "out")]
+    )
     assert ("cycle", "a", None) in found
 
 
 def test_branch_labels() -> None:
     nodes = [SRC, node("k", "t_is_positive"), node("a", "t_add"), node("b", "t_add"), OUT]
-    found = errors(nodes, [edge("c", "k.x"), edge("k", "a.a"), edge("k", "b.a", branch="maybe"),
-                           edge("c", "out", branch="true"), edge("a", "out"), edge("b", "out")])
+    found = errors(
+        nodes,
+        [
+            edge("c", "k.x"),
+            edge("k", "a.a"),
+            edge("k", "b.a", branch="maybe"),
+            edge("c", "out", branch="true"),
+            edge("a", "out"),
+            edge("b", "out"),
+        ],
+    )
     assert ("missing_branch", "k", "output") in found
     assert ("unknown_branch", "k", "output") in found
     assert ("unexpected_branch", "c", "output") in found
@@ -111,9 +147,15 @@ def test_duplicate_edge() -> None:
 
 
 def test_duplicate_interface_names() -> None:
-    found = errors([node("a", "text_input", name="q"), node("b", "text_input", name="q"),
-                    node("o1", "output", name="r"), node("o2", "output", name="r")],
-                   [edge("a", "o1"), edge("b", "o2")])
+    found = errors(
+        [
+            node("a", "text_input", name="q"),
+            node("b", "text_input", name="q"),
+            node("o1", "output", name="r"),
+            node("o2", "output", name="r"),
+        ],
+        [edge("a", "o1"), edge("b", "o2")],
+    )
     assert ("duplicate_name", "b", None) in found
     assert ("duplicate_name", "o2", None) in found
 
@@ -124,17 +166,23 @@ def test_no_output() -> None:
 
 
 def test_unreachable_output() -> None:
-    problem = one([node("q", "text_input", name="q"), node("u", "t_upper"), SRC, OUT,
-                   node("o2", "output", name="other")],
-                  [edge("q", "u.text"), edge("u", "o2"), edge("c", "out")])
+    problem = one(
+        [
+            node("q", "text_input", name="q"),
+            node("u", "t_upper"),
+            SRC,
+            OUT,
+            node("o2", "output", name="other"),
+        ],
+        [edge("q", "u.text"), edge("u", "o2"), edge("c", "out")],
+    )
     assert (problem.code, problem.node) == ("unreachable_output", "out")
 
 
 def test_unused_node_is_a_warning_only() -> None:
     found = problems([SRC, node("lonely", "t_const"), OUT], [edge("c", "out")])
     assert [(p.code, p.node, p.severity) for p in found] == [("unused_node", "lonely", "warning")]
-    compile_flow(make_flow([SRC, node("lonely", "t_const"), OUT], [edge("c", "out")]),
-                 registry())
+    compile_flow(make_flow([SRC, node("lonely", "t_const"), OUT], [edge("c", "out")]), registry())
 
 
 def test_every_problem_reported_at_once() -> None:
@@ -155,9 +203,37 @@ def test_every_problem_reported_at_once() -> None:
         edge("d", "b.a"),
     ]
     found = {p.code for p in problems(nodes, edges)}
-    assert {"unknown_block", "invalid_config", "type_mismatch", "unknown_port",
-            "missing_required_input", "cycle", "no_output"} <= found
+    assert {
+        "unknown_block",
+        "invalid_config",
+        "type_mismatch",
+        "unknown_port",
+        "missing_required_input",
+        "cycle",
+        "no_output",
+    } <= found
     with pytest.raises(FlowInvalidError) as info:
         compile_flow(make_flow(nodes, edges), registry())
     assert len(info.value.problems) >= 7
     assert info.value.to_dict()["code"] == "flow_invalid"
+
+
+class Names(BaseModel):
+    names: list[str] = []
+
+
+def broken_ports(config: Names) -> list[str]:
+    raise KeyError("nope")
+
+
+@block("fragile", category="data_process", description="Fragile.", dynamic_ports=broken_ports)
+async def fragile(config: Names, **values: int) -> int:
+    """Breaks when asked for its ports."""
+    return 0
+
+
+def test_broken_port_function_is_an_invalid_config_not_a_crash() -> None:
+    reg = Registry([*registry(), fragile.__dagwright_block__])
+    found = validate(make_flow([node("f", "fragile"), OUT], [edge("f", "out")]), reg)
+    assert [(p.code, p.node) for p in found] == [("invalid_config", "f")]
+    assert "cannot derive its ports or branches from this config: KeyError" in found[0].message

@@ -61,8 +61,7 @@ async def t_fail(config: MessageConfig, x: Any = None) -> Any:
     raise ValueError(config.message)
 
 
-@block("t_wrong_type", category="data_process", description="Lies about its type.",
-       inline=True)
+@block("t_wrong_type", category="data_process", description="Lies about its type.", inline=True)
 def t_wrong_type(x: Any = None) -> int:
     """Declares int, returns text."""
     return "not a number"  # type: ignore[return-value]
@@ -74,8 +73,13 @@ def t_none(x: Any = None) -> int | None:
     return None
 
 
-@block("t_is_positive", category="condition", description="Route on the sign.",
-       branches=("true", "false"), inline=True)
+@block(
+    "t_is_positive",
+    category="condition",
+    description="Route on the sign.",
+    branches=("true", "false"),
+    inline=True,
+)
 def t_is_positive(x: int) -> Route[int]:
     """true when x > 0."""
     return Route("true" if x > 0 else "false", x)

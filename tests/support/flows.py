@@ -10,7 +10,6 @@ from dagwright.runtime import CompiledFlow, Flow, compile_flow, parse_flow
 
 def registry() -> Registry:
     import dagwright.blocks.input as io_blocks
-
     from support import blocks
 
     return Registry.from_modules([io_blocks, blocks])
@@ -37,15 +36,20 @@ def edge(source: str, target: str, branch: str | None = None) -> dict[str, Any]:
 
 
 def flow_doc(nodes: list[dict[str, Any]], edges: list[dict[str, Any]]) -> dict[str, Any]:
-    return {"format": "dagwright.flow", "version": 1, "name": "test", "nodes": nodes,
-            "edges": edges}
+    return {
+        "format": "dagwright.flow",
+        "version": 1,
+        "name": "test",
+        "nodes": nodes,
+        "edges": edges,
+    }
 
 
 def make_flow(nodes: list[dict[str, Any]], edges: list[dict[str, Any]]) -> Flow:
     return parse_flow(flow_doc(nodes, edges))
 
 
-def compiled(nodes: list[dict[str, Any]], edges: list[dict[str, Any]],
-             reg: Registry | None = None) -> CompiledFlow:
+def compiled(
+    nodes: list[dict[str, Any]], edges: list[dict[str, Any]], reg: Registry | None = None
+) -> CompiledFlow:
     return compile_flow(make_flow(nodes, edges), reg or registry())
-

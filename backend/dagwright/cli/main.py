@@ -75,9 +75,10 @@ def _registry() -> Registry:
 
 def _print_trace(result: RunResult, plan: CompiledFlow) -> None:
     typer.echo("\ntrace (ms since the run started):", err=True)
-    typer.echo(f"  {'node':<20} {'block':<16} {'status':<10} {'start':>9} {'duration':>9}",
-               err=True)
-    for trace in build_trace(result.events, [n.id for n in plan.nodes]).values():
+    typer.echo(
+        f"  {'node':<20} {'block':<16} {'status':<10} {'start':>9} {'duration':>9}", err=True
+    )
+    for trace in build_trace(result.events, plan.blocks()).values():
         start = f"{trace.started * 1e3:9.2f}" if trace.started is not None else " " * 9
         duration = f"{trace.duration * 1e3:9.2f}" if trace.duration is not None else " " * 9
         line = f"  {trace.node:<20} {trace.block or '-':<16} {trace.status:<10} {start} {duration}"
@@ -124,13 +125,20 @@ def run(
     if as_json:
         error = None
         if result.error is not None:
-            error = {"code": result.error.code, "message": result.error.message,
-                     "node": result.error.node}
-        payload: dict[str, Any] = {"run_id": result.run_id, "status": result.status,
-                                   "outputs": result.outputs, "error": error,
-                                   "duration": result.duration}
+            error = {
+                "code": result.error.code,
+                "message": result.error.message,
+                "node": result.error.node,
+            }
+        payload: dict[str, Any] = {
+            "run_id": result.run_id,
+            "status": result.status,
+            "outputs": result.outputs,
+            "error": error,
+            "duration": result.duration,
+        }
         if trace:
-            payload["trace"] = list(build_trace(result.events, [n.id for n in plan.nodes]).values())
+            payload["trace"] = list(build_trace(result.events, plan.blocks()).values())
         typer.echo(_to_json(payload))
     else:
         for name, value in result.outputs.items():
@@ -172,7 +180,9 @@ def validate(
 
 @app.command()
 def blocks(
-    as_json: Annotated[bool, typer.Option("--json", help="Print the registry's JSON Schema.")] = False,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the registry's JSON Schema.")
+    ] = False,
     category: Annotated[str | None, typer.Option(help="Only this category.")] = None,
 ) -> None:
     """List the registered blocks with their ports."""

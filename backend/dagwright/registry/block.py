@@ -30,7 +30,7 @@ from typing import Any, Generic, Literal, TypeVar, get_type_hints
 
 from pydantic import BaseModel, ConfigDict
 
-from dagwright.errors import BlockDefinitionError
+from dagwright.errors import BlockConfigError, BlockDefinitionError
 from dagwright.registry.context import NodeContext
 from dagwright.registry.types import json_schema, strip_annotated, type_name, unsupported_reason
 
@@ -117,8 +117,14 @@ class BlockSpec:
         if self.dynamic_ports is None:
             return dict(self.inputs)
         ports = dict(self.inputs)
+        taken = {self.config_param, self.context_param}
         for name in self.dynamic_ports(config):
-            ports.setdefault(name, PortSpec(name=name, type=self.dynamic_port_type))
+            if name in ports or name in taken:
+                # A port must not shadow a declared port, the config or the context.
+                raise BlockConfigError(f"port name {name!r} is reserved by the block")
+            if not name.isidentifier():
+                raise BlockConfigError(f"port name {name!r} is not an identifier")
+            ports[name] = PortSpec(name=name, type=self.dynamic_port_type)
         return ports
 
     def branch_names(self, config: BaseModel) -> list[str]:

@@ -208,9 +208,7 @@ def checker_for(tp: Any) -> Checker | None:
     if tp is int:
         return lambda v: None if isinstance(v, int) and not isinstance(v, bool) else fail(v)
     if tp is float:
-        return lambda v: (
-            None if isinstance(v, float | int) and not isinstance(v, bool) else fail(v)
-        )
+        return lambda v: None if isinstance(v, float | int) and not isinstance(v, bool) else fail(v)
     if tp is str:
         return lambda v: None if isinstance(v, str) else fail(v)
     if _is_model(tp):
@@ -218,9 +216,7 @@ def checker_for(tp: Any) -> Checker | None:
     origin = typing.get_origin(tp)
     if origin is Literal:
         allowed = typing.get_args(tp)
-        return lambda v: (
-            None if any(v == a and type(v) is type(a) for a in allowed) else fail(v)
-        )
+        return lambda v: None if any(v == a and type(v) is type(a) for a in allowed) else fail(v)
     if _is_union(tp):
         members = [checker_for(a) for a in typing.get_args(tp)]
         if any(m is None for m in members):

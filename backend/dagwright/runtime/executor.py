@@ -146,8 +146,14 @@ class Run:
 
     async def result(self) -> RunResult:
         finished = await self._task
-        return RunResult(self.run_id, finished.status, finished.outputs, finished.duration,
-                         finished.error, self.events)
+        return RunResult(
+            self.run_id,
+            finished.status,
+            finished.outputs,
+            finished.duration,
+            finished.error,
+            self.events,
+        )
 
     def cancel(self, reason: str = "cancelled by request") -> None:
         self._stop(RunError("cancelled", reason))
@@ -187,9 +193,15 @@ class Run:
     # -- the run -------------------------------------------------------------------------
 
     async def _main(self) -> RunFinished:
-        self._emit(RunStarted(self.run_id, 0.0, self.plan.name,
-                              {self.plan.nodes[i].interface_name or "": v
-                               for i, v in self._input_values.items()}, time.time()))
+        self._emit(
+            RunStarted(
+                self.run_id,
+                0.0,
+                self.plan.name,
+                {self.plan.nodes[i].interface_name or "": v for i, v in self._input_values.items()},
+                time.time(),
+            )
+        )
         try:
             for node in self.plan.nodes:
                 if not node.port_names:
@@ -203,9 +215,12 @@ class Run:
                 try:
                     await asyncio.wait_for(asyncio.shield(self._done), self._options.run_timeout)
                 except TimeoutError:
-                    self._stop(RunError(
-                        "run_timeout",
-                        f"the run did not finish within {self._options.run_timeout:g}s"))
+                    self._stop(
+                        RunError(
+                            "run_timeout",
+                            f"the run did not finish within {self._options.run_timeout:g}s",
+                        )
+                    )
         except asyncio.CancelledError:
             self._stop(RunError("cancelled", "the task running the flow was cancelled"))
             await self._stop_workers()
@@ -241,8 +256,9 @@ class Run:
         if outcome is not None:
             status = "cancelled" if outcome.code == "cancelled" else "failed"
         self._status = status
-        finished = RunFinished(self.run_id, self._now(), status, self._outputs, self._now(),
-                               outcome)
+        finished = RunFinished(
+            self.run_id, self._now(), status, self._outputs, self._now(), outcome
+        )
         self._emit(finished)
         return finished
 
@@ -280,9 +296,13 @@ class Run:
             if mode == "inline":
                 result = spec.fn(**kwargs)
             elif node.timeout is None and self._options.node_timeout is None:
-                result = await (spec.fn(**kwargs) if mode == "async" else
-                                self._loop.run_in_executor(
-                                    self._pool, functools.partial(spec.fn, **kwargs)))
+                result = await (
+                    spec.fn(**kwargs)
+                    if mode == "async"
+                    else self._loop.run_in_executor(
+                        self._pool, functools.partial(spec.fn, **kwargs)
+                    )
+                )
             else:
                 result = await self._call_with_timeout(node, kwargs)
         except asyncio.CancelledError:
@@ -304,7 +324,8 @@ class Run:
                     return await node.spec.fn(**kwargs)
                 # A thread cannot be stopped: on timeout the run stops waiting for it.
                 return await self._loop.run_in_executor(
-                    self._pool, functools.partial(node.spec.fn, **kwargs))
+                    self._pool, functools.partial(node.spec.fn, **kwargs)
+                )
         except TimeoutError:
             if scope.expired():
                 raise NodeTimeoutError(f"did not finish within {limit:g}s") from None
@@ -314,11 +335,18 @@ class Run:
         now = time.perf_counter()
         message = str(exc) or repr(exc)
         error_type = type(exc).__name__
-        self._emit(NodeFailed(self.run_id, now - self._t0, node.id, error_type, message,
-                              now - started))
+        self._emit(
+            NodeFailed(self.run_id, now - self._t0, node.id, error_type, message, now - started)
+        )
         code = exc.code if isinstance(exc, DagwrightError) else "node_failed"
-        self._stop(RunError(code, f"node {node.id!r} ({node.spec.name}) failed: "
-                                  f"{error_type}: {message}", node.id, error_type))
+        self._stop(
+            RunError(
+                code,
+                f"node {node.id!r} ({node.spec.name}) failed: {error_type}: {message}",
+                node.id,
+                error_type,
+            )
+        )
 
     def _complete(self, node: PlanNode, result: Any, started: float) -> None:
         """Check the output, record it, and pass values (or SKIPPED) down every edge."""
@@ -326,8 +354,11 @@ class Run:
         branch: str | None = None
         if spec.is_condition:
             if not isinstance(result, Route):
-                self._fail(node, OutputTypeError(
-                    f"a condition must return Route, got {type(result).__name__}"), started)
+                self._fail(
+                    node,
+                    OutputTypeError(f"a condition must return Route, got {type(result).__name__}"),
+                    started,
+                )
                 return
             branch, result = result.branch, result.value
             if branch not in spec.branch_names(node.config):
@@ -338,8 +369,9 @@ class Run:
             self._fail(node, OutputTypeError(problem), started)
             return
         now = time.perf_counter()
-        self._emit(NodeFinished(self.run_id, now - self._t0, node.id, result, now - started,
-                                branch))
+        self._emit(
+            NodeFinished(self.run_id, now - self._t0, node.id, result, now - started, branch)
+        )
         if node.interface_name is not None and spec.role == "flow_output":
             self._outputs[node.interface_name] = result
         deliveries: list[tuple[PlanEdge, Any]] = []
@@ -390,9 +422,14 @@ class Run:
             elif edge.check is not None:
                 problem = edge.check(value)
                 if problem is not None:
-                    self._fail(nodes[target], InputTypeError(
-                        f"input {nodes[target].port_names[edge.slot]!r} from {edge.label}: "
-                        f"{problem}"), time.perf_counter())
+                    self._fail(
+                        nodes[target],
+                        InputTypeError(
+                            f"input {nodes[target].port_names[edge.slot]!r} from {edge.label}: "
+                            f"{problem}"
+                        ),
+                        time.perf_counter(),
+                    )
                     return
             values[edge.slot] = value
             self._unresolved[target] -= 1
@@ -401,8 +438,14 @@ class Run:
             node = nodes[target]
             if SKIPPED in values:
                 port = node.port_names[values.index(SKIPPED)]
-                self._emit(NodeSkipped(self.run_id, self._now(), node.id,
-                                       f"input {port!r} is on a branch not taken"))
+                self._emit(
+                    NodeSkipped(
+                        self.run_id,
+                        self._now(),
+                        node.id,
+                        f"input {port!r} is on a branch not taken",
+                    )
+                )
                 work.extend((out, SKIPPED) for out in node.out_edges)
                 self._settle_one()
             else:
@@ -420,15 +463,20 @@ class Executor:
     def __init__(self, options: ExecutorOptions | None = None) -> None:
         self.options = options or ExecutorOptions()
 
-    def start(self, plan: CompiledFlow, inputs: Mapping[str, Any] | None = None,
-              run_id: str | None = None) -> Run:
+    def start(
+        self, plan: CompiledFlow, inputs: Mapping[str, Any] | None = None, run_id: str | None = None
+    ) -> Run:
         """Start a run on the running loop. Raises InputError for unknown or missing inputs
         before anything runs."""
         values = resolve_inputs(plan, inputs or {})
         return Run(plan, values, run_id or uuid.uuid4().hex, self.options)
 
-    async def run(self, plan: CompiledFlow, inputs: Mapping[str, Any] | None = None,
-                  on_event: Callable[[RunEvent], None] | None = None) -> RunResult:
+    async def run(
+        self,
+        plan: CompiledFlow,
+        inputs: Mapping[str, Any] | None = None,
+        on_event: Callable[[RunEvent], None] | None = None,
+    ) -> RunResult:
         run = self.start(plan, inputs)
         try:
             if on_event is not None:

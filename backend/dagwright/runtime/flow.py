@@ -9,14 +9,14 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from dagwright.errors import FlowFormatError
 
-FORMAT = "dagwright.flow"
-FORMAT_VERSION = 1
+FORMAT: Final = "dagwright.flow"
+FORMAT_VERSION: Final = 1
 SUPPORTED_VERSIONS = (1,)
 
 NODE_ID_PATTERN = r"^[A-Za-z_][A-Za-z0-9_\-]{0,63}$"
@@ -83,7 +83,9 @@ def parse_flow(data: Any) -> Flow:
         raise FlowFormatError(f"a flow is a JSON object, not {type(data).__name__}")
     declared = data.get("format")
     if declared != FORMAT:
-        raise FlowFormatError(f"not a dagwright flow: 'format' must be {FORMAT!r}, not {declared!r}")
+        raise FlowFormatError(
+            f"not a dagwright flow: 'format' must be {FORMAT!r}, not {declared!r}"
+        )
     version = data.get("version")
     if version not in SUPPORTED_VERSIONS:
         readable = ", ".join(str(v) for v in SUPPORTED_VERSIONS)

@@ -65,6 +65,10 @@ class CompiledFlow:
     def name(self) -> str:
         return self.flow.name
 
+    def blocks(self) -> dict[str, str]:
+        """Node id -> block name, in the flow's order."""
+        return {node.id: node.spec.name for node in self.nodes}
+
 
 def _node_timeout(spec: BlockSpec, node_timeout: float | None) -> float | None:
     return node_timeout if node_timeout is not None else spec.timeout

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -34,10 +34,12 @@ class NodeTrace:
     messages: list[dict[str, Any]] = field(default_factory=list)
 
 
-def build_trace(events: Iterable[RunEvent], nodes: Iterable[str] = ()) -> dict[str, NodeTrace]:
-    """Node traces: first the given node ids in order (so nodes never reached show as
-    pending), then any others in the order they appear in the events."""
-    traces: dict[str, NodeTrace] = {node: NodeTrace(node) for node in nodes}
+def build_trace(
+    events: Iterable[RunEvent], blocks: Mapping[str, str] | None = None
+) -> dict[str, NodeTrace]:
+    """Node traces: first the given nodes (id -> block name) in order, so nodes never reached
+    show as pending, then any others in the order they appear in the events."""
+    traces = {node: NodeTrace(node, block) for node, block in (blocks or {}).items()}
 
     def of(node: str) -> NodeTrace:
         if node not in traces:

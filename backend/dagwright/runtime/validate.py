@@ -94,8 +94,14 @@ class Analysis:
     def ok(self) -> bool:
         return not any(p.severity == "error" for p in self.problems)
 
-    def add(self, code: str, message: str, node: str | None = None, port: str | None = None,
-            severity: Severity = "error") -> None:
+    def add(
+        self,
+        code: str,
+        message: str,
+        node: str | None = None,
+        port: str | None = None,
+        severity: Severity = "error",
+    ) -> None:
         self.problems.append(Problem(code, message, node, port, severity))
 
 
@@ -127,8 +133,16 @@ def _resolve_nodes(analysis: Analysis, registry: Registry) -> None:
             try:
                 inputs = spec.input_ports(config)
                 branches = spec.branch_names(config)
-            except DagwrightError as exc:  # e.g. a template that does not parse
+            except DagwrightError as exc:  # e.g. a port name the block reserves
                 analysis.add("invalid_config", exc.message, node=node.id)
+                config = None
+            except Exception as exc:  # a block's port or branch function that breaks
+                analysis.add(
+                    "invalid_config",
+                    f"block {spec.name!r} cannot derive its ports or branches from "
+                    f"this config: {type(exc).__name__}: {exc}",
+                    node=node.id,
+                )
                 config = None
         analysis.nodes[node.id] = NodeInfo(node, spec, config, inputs, dict(spec.outputs), branches)
 
@@ -139,8 +153,12 @@ def _check_edge(analysis: Analysis, edge: Edge, seen: set[tuple[str, str, str]])
     ok = True
     for ref, info in ((edge.source, source), (edge.target, target)):
         if info is None and not any(n.id == ref.node for n in analysis.flow.nodes):
-            analysis.add("unknown_node", f"edge {edge} names unknown node {ref.node!r}",
-                         node=ref.node, port=ref.port)
+            analysis.add(
+                "unknown_node",
+                f"edge {edge} names unknown node {ref.node!r}",
+                node=ref.node,
+                port=ref.port,
+            )
         if info is None:
             ok = False
     if source is None or target is None:
@@ -149,47 +167,72 @@ def _check_edge(analysis: Analysis, edge: Edge, seen: set[tuple[str, str, str]])
     if out_port is None:
         ok = False
         known = ", ".join(source.outputs) or "none"
-        analysis.add("unknown_port",
-                     f"block {source.spec.name!r} has no output {edge.source.port!r} "
-                     f"(outputs: {known})", node=edge.source.node, port=edge.source.port)
+        analysis.add(
+            "unknown_port",
+            f"block {source.spec.name!r} has no output {edge.source.port!r} (outputs: {known})",
+            node=edge.source.node,
+            port=edge.source.port,
+        )
     in_port = target.inputs.get(edge.target.port)
     if in_port is None and target.config is not None:
         ok = False
         known = ", ".join(target.inputs) or "none"
-        analysis.add("unknown_port",
-                     f"block {target.spec.name!r} has no input {edge.target.port!r} "
-                     f"(inputs: {known})", node=edge.target.node, port=edge.target.port)
+        analysis.add(
+            "unknown_port",
+            f"block {target.spec.name!r} has no input {edge.target.port!r} (inputs: {known})",
+            node=edge.target.node,
+            port=edge.target.port,
+        )
     if source.spec.is_condition:
         if edge.branch is None:
             ok = False
-            analysis.add("missing_branch",
-                         f"edge {edge} leaves a condition: it needs a branch label "
-                         f"(one of: {', '.join(source.branches)})",
-                         node=edge.source.node, port=edge.source.port)
+            analysis.add(
+                "missing_branch",
+                f"edge {edge} leaves a condition: it needs a branch label "
+                f"(one of: {', '.join(source.branches)})",
+                node=edge.source.node,
+                port=edge.source.port,
+            )
         elif source.config is not None and edge.branch not in source.branches:
             ok = False
-            analysis.add("unknown_branch",
-                         f"edge {edge}: {source.spec.name!r} has no branch {edge.branch!r} "
-                         f"(branches: {', '.join(source.branches)})",
-                         node=edge.source.node, port=edge.source.port)
+            analysis.add(
+                "unknown_branch",
+                f"edge {edge}: {source.spec.name!r} has no branch {edge.branch!r} "
+                f"(branches: {', '.join(source.branches)})",
+                node=edge.source.node,
+                port=edge.source.port,
+            )
     elif edge.branch is not None:
         ok = False
-        analysis.add("unexpected_branch",
-                     f"edge {edge} has a branch label but {source.spec.name!r} is not a condition",
-                     node=edge.source.node, port=edge.source.port)
+        analysis.add(
+            "unexpected_branch",
+            f"edge {edge} has a branch label but {source.spec.name!r} is not a condition",
+            node=edge.source.node,
+            port=edge.source.port,
+        )
     key = (str(edge.source), str(edge.target), edge.branch or "")
     if key in seen:
-        analysis.add("duplicate_edge", f"edge {edge} appears twice", node=edge.target.node,
-                     port=edge.target.port)
+        analysis.add(
+            "duplicate_edge",
+            f"edge {edge} appears twice",
+            node=edge.target.node,
+            port=edge.target.port,
+        )
         return
     seen.add(key)
-    if out_port is not None and in_port is not None:
-        if compatibility(out_port.type, in_port.type) is Compat.NO:
-            ok = False
-            analysis.add("type_mismatch",
-                         f"{edge.source} gives {type_name(out_port.type)} but "
-                         f"{edge.target} takes {type_name(in_port.type)}",
-                         node=edge.target.node, port=edge.target.port)
+    if (
+        out_port is not None
+        and in_port is not None
+        and compatibility(out_port.type, in_port.type) is Compat.NO
+    ):
+        ok = False
+        analysis.add(
+            "type_mismatch",
+            f"{edge.source} gives {type_name(out_port.type)} but "
+            f"{edge.target} takes {type_name(in_port.type)}",
+            node=edge.target.node,
+            port=edge.target.port,
+        )
     if ok:
         analysis.edges.append(edge)
 
@@ -203,9 +246,12 @@ def _check_required_inputs(analysis: Analysis) -> None:
             continue
         for port in info.inputs.values():
             if port.required and port.name not in wired[node_id]:
-                analysis.add("missing_required_input",
-                             f"required input {port.name!r} ({type_name(port.type)}) "
-                             "has no incoming edge", node=node_id, port=port.name)
+                analysis.add(
+                    "missing_required_input",
+                    f"required input {port.name!r} ({type_name(port.type)}) has no incoming edge",
+                    node=node_id,
+                    port=port.name,
+                )
 
 
 def _graph(analysis: Analysis) -> nx.DiGraph[str]:
@@ -242,9 +288,11 @@ def _check_interface(analysis: Analysis, graph: nx.DiGraph[str], has_cycle: bool
         key = (info.spec.role, name)
         if key in names:
             kind = "input" if info.spec.role == "flow_input" else "output"
-            analysis.add("duplicate_name",
-                         f"flow {kind} name {name!r} is used by {names[key]!r} and {node_id!r}",
-                         node=node_id)
+            analysis.add(
+                "duplicate_name",
+                f"flow {kind} name {name!r} is used by {names[key]!r} and {node_id!r}",
+                node=node_id,
+            )
         names[key] = node_id
     if not any(info.spec.role == "flow_output" for info in analysis.nodes.values()):
         analysis.add("no_output", "the flow has no output block, so a run returns nothing")
@@ -256,16 +304,20 @@ def _check_interface(analysis: Analysis, graph: nx.DiGraph[str], has_cycle: bool
     if inputs:
         for node_id in outputs:
             if node_id not in fed:
-                analysis.add("unreachable_output",
-                             f"output {node_id!r} depends on none of the flow's inputs "
-                             f"({', '.join(inputs)})", node=node_id)
+                analysis.add(
+                    "unreachable_output",
+                    f"output {node_id!r} depends on none of the flow's inputs "
+                    f"({', '.join(inputs)})",
+                    node=node_id,
+                )
     useful = set(outputs)
     for node_id in outputs:
         useful |= nx.ancestors(graph, node_id)
     for node_id in analysis.nodes:
         if node_id not in useful:
-            analysis.add("unused_node", f"node {node_id!r} feeds no output", node=node_id,
-                         severity="warning")
+            analysis.add(
+                "unused_node", f"node {node_id!r} feeds no output", node=node_id, severity="warning"
+            )
 
 
 def analyse(flow: Flow, registry: Registry) -> Analysis:
