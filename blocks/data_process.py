@@ -17,10 +17,6 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from dagwright.registry import block
 
-# A port name a dynamic port may not take: the block function's configuration parameter.
-_RESERVED_PORTS = frozenset({"config"})
-
-
 # -- template ------------------------------------------------------------------------------
 
 # The immutable sandbox also refuses methods that change a value in place (list.append...):
@@ -59,11 +55,6 @@ class TemplateConfig(BaseModel):
         except jinja2.TemplateSyntaxError as exc:
             message = exc.message or str(exc)
             raise ValueError(f"template does not parse: line {exc.lineno}: {message}") from None
-        reserved = sorted(set(_template_variables(text)) & _RESERVED_PORTS)
-        if reserved:
-            raise ValueError(
-                f"template variable {reserved[0]!r} is reserved; use another name for it"
-            )
         return text
 
 
@@ -234,7 +225,8 @@ def _group_text(match: re.Match[str], group: int | str) -> str:
     category="data_process",
     description="The first match of a regular expression in a text, or None.",
     example=r"pattern 'order #(\d+)', group 1: 'see order #42' -> '42'",
-    inline=True,
+    # Not inline: a pathological pattern can backtrack for long; in a thread the node's
+    # timeout still ends the run and the event loop stays free.
 )
 def regex_extract(config: RegexConfig, text: str) -> str | None:
     """Searches the text for the pattern and returns the chosen group of the first match
@@ -249,7 +241,8 @@ def regex_extract(config: RegexConfig, text: str) -> str | None:
     category="data_process",
     description="Every match of a regular expression in a text, as a list.",
     example=r"pattern '\d+': 'a1 b22 c333' -> ['1', '22', '333']",
-    inline=True,
+    # Not inline: a pathological pattern can backtrack for long; in a thread the node's
+    # timeout still ends the run and the event loop stays free.
 )
 def regex_find_all(config: RegexConfig, text: str) -> list[str]:
     """Returns the chosen group (the whole match unless `group` is set) of every
@@ -508,8 +501,6 @@ class ZipRecordsConfig(BaseModel):
         for name in fields:
             if not name:
                 raise ValueError("a field name cannot be empty")
-            if name in _RESERVED_PORTS:
-                raise ValueError(f"field name {name!r} is reserved; use another name")
             if name in seen:
                 raise ValueError(f"field name {name!r} is given twice")
             seen.add(name)
