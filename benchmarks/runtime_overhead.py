@@ -155,15 +155,18 @@ async def overhead(repeat: int) -> list[tuple[str, float]]:
     return rows
 
 
-async def concurrency() -> list[tuple[str, float]]:
+async def concurrency(repeat: int) -> list[tuple[str, float]]:
     executor = Executor(ExecutorOptions(concurrency=256))
     rows = []
     for block_name in ("bench_sleep_async", "bench_sleep_sync"):
         plan = fan(100, block_name)
         await timed_run(plan, executor)  # warm-up: starts the pool's threads
-        elapsed, total = await timed_run(plan, executor)
-        assert total == 100
-        rows.append((f"100 x 200 ms {block_name:17s}", elapsed / 0.2))
+        times = []
+        for _ in range(repeat):
+            elapsed, total = await timed_run(plan, executor)
+            assert total == 100
+            times.append(elapsed)
+        rows.append((f"100 x 200 ms {block_name:17s}", statistics.median(times) / 0.2))
     return rows
 
 
@@ -178,22 +181,25 @@ def main() -> int:
     print("\n(a) per-node overhead, median of", args.repeat, "runs (events + type checks on)")
     failed = False
     for label, per_node in asyncio.run(overhead(args.repeat)):
+        # The target is set for chains of trivial (inline or async) blocks; the other rows are
+        # printed for comparison: a thread hop costs ~100 us, and a wide fan-out pays one task
+        # per async node so that the branches can wait concurrently.
         mark = ""
-        if "inline" in label or "async" in label:
+        if label.startswith("chain") and "thread" not in label:
             ok = per_node <= TARGET_US_PER_NODE
-            failed |= "chain" in label and "inline" in label and not ok
-            mark = "ok" if ok else "over target"
+            failed |= not ok
+            mark = "ok" if ok else "OVER TARGET"
         print(
             f"  {label}: {per_node:7.1f} us/node "
             f"(x{per_node / TARGET_US_PER_NODE:.2f} of {TARGET_US_PER_NODE:g} us) {mark}"
         )
-    print("\n(b) concurrency: wall time / critical path (200 ms)")
-    for label, ratio in asyncio.run(concurrency()):
+    print(f"\n(b) concurrency: wall time / critical path (200 ms), median of {args.repeat} runs")
+    for label, ratio in asyncio.run(concurrency(args.repeat)):
         ok = ratio <= TARGET_RATIO
         failed |= not ok
         print(
             f"  {label}: ratio {ratio:.3f} (target <= {TARGET_RATIO}) "
-            f"{'ok' if ok else 'over target'}"
+            f"{'ok' if ok else 'OVER TARGET'}"
         )
     return 1 if failed else 0
 

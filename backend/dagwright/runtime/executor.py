@@ -20,7 +20,7 @@ import os
 import time
 import uuid
 from collections import deque
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -88,6 +88,8 @@ def _default_thread_pool() -> ThreadPoolExecutor:
 @dataclass(slots=True)
 class ExecutorOptions:
     concurrency: int = DEFAULT_CONCURRENCY  # nodes running at once in one run
+    # async and sync nodes running at once across every run of one executor (None: no limit)
+    global_concurrency: int | None = None
     node_timeout: float | None = None  # for nodes whose block and flow set none
     run_timeout: float | None = None
     thread_pool: ThreadPoolExecutor | None = None
@@ -112,8 +114,10 @@ class Run:
         input_values: dict[int, Any],
         run_id: str,
         options: ExecutorOptions,
+        slots: asyncio.Semaphore | None = None,
     ) -> None:
         self.run_id = run_id
+        self._slots = slots
         self.plan = plan
         self.events: list[RunEvent] = []
         self._options = options
@@ -126,6 +130,7 @@ class Run:
         self._unresolved: list[int] = [len(n.port_names) for n in nodes]
         self._settled = 0  # nodes finished or skipped
         self._ready: deque[PlanNode] = deque()
+        self._ready_waiting = 0  # ready nodes that may wait (async or thread), not inline
         self._running: dict[int, float] = {}
         self._workers: set[asyncio.Task[None]] = set()
         self._outputs: dict[str, Any] = {}
@@ -205,7 +210,7 @@ class Run:
         try:
             for node in self.plan.nodes:
                 if not node.port_names:
-                    self._ready.append(node)
+                    self._enqueue(node)
             self._spawn(reserve=0)
             if self._settled == len(self.plan.nodes):
                 self._stop(None)
@@ -264,9 +269,16 @@ class Run:
 
     # -- scheduling ----------------------------------------------------------------------
 
+    def _enqueue(self, node: PlanNode) -> None:
+        self._ready.append(node)
+        if node.spec.mode != "inline":
+            self._ready_waiting += 1
+
     def _spawn(self, reserve: int) -> None:
-        """Start workers for ready nodes, keeping `reserve` for the calling worker."""
-        wanted = len(self._ready) - reserve
+        """Start workers for ready nodes, keeping `reserve` for the calling worker. Only nodes
+        that may wait need a worker each to run concurrently: inline ones never yield, so any
+        worker runs them in passing."""
+        wanted = max(self._ready_waiting, 1 if self._ready else 0) - reserve
         room = self._options.concurrency - len(self._workers)
         for _ in range(min(wanted, room)):
             worker = self._loop.create_task(self._worker())
@@ -276,7 +288,10 @@ class Run:
     async def _worker(self) -> None:
         ready = self._ready
         while ready and not self._ended:
-            await self._run_node(ready.popleft())
+            node = ready.popleft()
+            if node.spec.mode != "inline":
+                self._ready_waiting -= 1
+            await self._run_node(node)
 
     async def _run_node(self, node: PlanNode) -> None:
         index = node.index
@@ -289,43 +304,45 @@ class Run:
         if spec.context_param:
             emit = self._emit_message_threadsafe if mode == "thread" else self._emit_message
             kwargs[spec.context_param] = NodeContext(self.run_id, node.id, emit)
-        started = time.perf_counter()
-        self._running[index] = started
-        self._emit(NodeStarted(self.run_id, started - self._t0, node.id, spec.name, inputs))
+        slots = self._slots if mode != "inline" else None
+        if slots is not None:
+            await slots.acquire()  # the executor-wide limit; a node waiting here is not started
         try:
-            if mode == "inline":
-                result = spec.fn(**kwargs)
-            elif node.timeout is None and self._options.node_timeout is None:
-                result = await (
-                    spec.fn(**kwargs)
-                    if mode == "async"
-                    else self._loop.run_in_executor(
-                        self._pool, functools.partial(spec.fn, **kwargs)
-                    )
-                )
-            else:
-                result = await self._call_with_timeout(node, kwargs)
-        except asyncio.CancelledError:
-            raise
-        except Exception as exc:
-            del self._running[index]
-            self._fail(node, exc, started)
-            return
+            started = time.perf_counter()
+            self._running[index] = started
+            self._emit(NodeStarted(self.run_id, started - self._t0, node.id, spec.name, inputs))
+            try:
+                if mode == "inline":
+                    result = spec.fn(**kwargs)
+                elif node.timeout is None and self._options.node_timeout is None:
+                    result = await self._call(node, kwargs)
+                else:
+                    result = await self._call_with_timeout(node, kwargs)
+            except asyncio.CancelledError:
+                raise
+            except Exception as exc:
+                del self._running[index]
+                self._fail(node, exc, started)
+                return
+        finally:
+            if slots is not None:
+                slots.release()
         del self._running[index]
         self._complete(node, result, started)
         self._spawn(reserve=1)
+
+    def _call(self, node: PlanNode, kwargs: dict[str, Any]) -> Awaitable[Any]:
+        if node.spec.mode == "async":
+            return node.spec.fn(**kwargs)  # type: ignore[no-any-return]
+        # A thread cannot be stopped: on timeout or cancellation the run stops waiting for it.
+        return self._loop.run_in_executor(self._pool, functools.partial(node.spec.fn, **kwargs))
 
     async def _call_with_timeout(self, node: PlanNode, kwargs: dict[str, Any]) -> Any:
         limit = node.timeout if node.timeout is not None else self._options.node_timeout
         scope = asyncio.timeout(limit)
         try:
             async with scope:
-                if node.spec.mode == "async":
-                    return await node.spec.fn(**kwargs)
-                # A thread cannot be stopped: on timeout the run stops waiting for it.
-                return await self._loop.run_in_executor(
-                    self._pool, functools.partial(node.spec.fn, **kwargs)
-                )
+                return await self._call(node, kwargs)
         except TimeoutError:
             if scope.expired():
                 raise NodeTimeoutError(f"did not finish within {limit:g}s") from None
@@ -449,7 +466,7 @@ class Run:
                 work.extend((out, SKIPPED) for out in node.out_edges)
                 self._settle_one()
             else:
-                self._ready.append(node)
+                self._enqueue(node)
 
     def _settle_one(self) -> None:
         self._settled += 1
@@ -462,6 +479,8 @@ class Executor:
 
     def __init__(self, options: ExecutorOptions | None = None) -> None:
         self.options = options or ExecutorOptions()
+        limit = self.options.global_concurrency
+        self._slots = asyncio.Semaphore(limit) if limit is not None else None
 
     def start(
         self, plan: CompiledFlow, inputs: Mapping[str, Any] | None = None, run_id: str | None = None
@@ -469,7 +488,7 @@ class Executor:
         """Start a run on the running loop. Raises InputError for unknown or missing inputs
         before anything runs."""
         values = resolve_inputs(plan, inputs or {})
-        return Run(plan, values, run_id or uuid.uuid4().hex, self.options)
+        return Run(plan, values, run_id or uuid.uuid4().hex, self.options, self._slots)
 
     async def run(
         self,
