@@ -495,3 +495,33 @@ async def test_global_concurrency_limit_spans_runs() -> None:
             )
     overlap = max(sum(1 for s, e in spans if s <= t < e) for t, _ in spans)
     assert overlap == 2
+
+
+async def test_services_and_usage_are_summed_per_node_and_run() -> None:
+    from support.blocks import Greeter
+
+    plan = compiled(
+        [
+            node("a", "t_metered"),
+            node("b", "t_metered"),
+            node("o1", "output", name="a"),
+            node("o2", "output", name="b"),
+        ],
+        [edge("a", "o1"), edge("b", "o2")],
+    )
+    executor = Executor(ExecutorOptions(services={Greeter: Greeter("hi")}))
+    result = await executor.run(plan)
+    assert result.outputs == {"a": "hi", "b": "hi"}
+    assert (result.usage.prompt_tokens, result.usage.completion_tokens) == (20, 10)
+    assert (result.usage.cost, result.usage.calls) == (1.0, 2)
+    trace = build_trace(result.events, plan.blocks())
+    assert trace["a"].usage.total_tokens == 15
+    usage_event = next(e for e in result.events if isinstance(e, NodeMessage))
+    assert usage_event.kind == "usage"
+    assert usage_event.data["model"] == "m"
+    assert result.events[-1].to_dict()["usage"]["calls"] == 2
+
+    missing = await Executor().run(plan)
+    assert missing.error is not None
+    assert missing.error.code == "service_unavailable"
+    assert "needs Greeter, which the run was not given" in missing.error.message

@@ -8,7 +8,7 @@ from typing import Any, TypedDict
 
 from pydantic import BaseModel
 
-from dagwright.registry import NodeContext, Route, block
+from dagwright.registry import NodeContext, Route, Usage, block
 
 
 class ValueConfig(BaseModel):
@@ -110,3 +110,18 @@ def t_emit_sync(ctx: NodeContext, x: Any = None) -> str:
     """Emits one delta from its worker thread."""
     ctx.emit("delta", text="hi")
     return "hi"
+
+
+class Greeter:
+    """A stand-in service, handed to blocks through ExecutorOptions.services."""
+
+    def __init__(self, greeting: str) -> None:
+        self.greeting = greeting
+
+
+@block("t_metered", category="data_process", description="Uses a service, records usage.")
+async def t_metered(ctx: NodeContext, x: Any = None) -> str:
+    """Asks the run for a Greeter and accounts for a pretend model call."""
+    greeter = ctx.service(Greeter)
+    ctx.record_usage(Usage(prompt_tokens=10, completion_tokens=5, cost=0.5, calls=1), model="m")
+    return greeter.greeting

@@ -11,7 +11,7 @@ from dagwright.registry.block import (
     block,
     spec_of,
 )
-from dagwright.registry.context import NodeContext
+from dagwright.registry.context import MissingServiceError, NodeContext, Usage
 from dagwright.registry.registry import Registry
 from dagwright.registry.types import Compat, checker_for, compatibility, type_name
 
@@ -21,11 +21,13 @@ __all__ = [
     "BlockSpec",
     "Category",
     "Compat",
+    "MissingServiceError",
     "NoConfig",
     "NodeContext",
     "PortSpec",
     "Registry",
     "Route",
+    "Usage",
     "block",
     "checker_for",
     "compatibility",

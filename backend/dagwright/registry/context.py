@@ -1,24 +1,82 @@
-"""What a running block may see of its run: ids, and a way to report progress as events."""
+"""What a running block may see of its run: ids, services, progress events and usage."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from dagwright.errors import DagwrightError
+
+T = TypeVar("T")
+
+
+@dataclass(slots=True)
+class Usage:
+    """Tokens and money a node (or a run) spent on model calls."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost: float = 0.0
+    calls: int = 0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def add(self, other: Usage) -> None:
+        self.prompt_tokens += other.prompt_tokens
+        self.completion_tokens += other.completion_tokens
+        self.cost += other.cost
+        self.calls += other.calls
+
+
+class MissingServiceError(DagwrightError):
+    """A block needs a service (model providers, secrets...) that the run was not given."""
+
+    code = "service_unavailable"
+
 
 # emit(node_id, kind, data): the runtime turns it into a NodeMessage event.
 EmitFn = Callable[[str, str, dict[str, Any]], None]
+# record(node_id, usage, details): the runtime adds usage to the node's and run's totals.
+UsageFn = Callable[[str, Usage, dict[str, Any]], None]
 
 
 class NodeContext:
     """Given to a block that declares a parameter annotated `NodeContext`."""
 
-    __slots__ = ("_emit", "node_id", "run_id")
+    __slots__ = ("_emit", "_record", "_services", "node_id", "run_id")
 
-    def __init__(self, run_id: str, node_id: str, emit: EmitFn) -> None:
+    def __init__(
+        self,
+        run_id: str,
+        node_id: str,
+        emit: EmitFn,
+        record: UsageFn,
+        services: Mapping[type, object],
+    ) -> None:
         self.run_id = run_id
         self.node_id = node_id
         self._emit = emit
+        self._record = record
+        self._services = services
 
     def emit(self, kind: str, **data: Any) -> None:
         """Report progress (a token delta, a log line...) as a live event of this node."""
         self._emit(self.node_id, kind, data)
+
+    def record_usage(self, usage: Usage, **details: Any) -> None:
+        """Account for a model call: summed per node and per run, and shown as an event."""
+        self._record(self.node_id, usage, details)
+
+    def service(self, kind: type[T]) -> T:
+        """The run's instance of a service, looked up by its class."""
+        found = self._services.get(kind)
+        if found is None:
+            raise MissingServiceError(
+                f"this block needs {kind.__name__}, which the run was not given"
+            )
+        if not isinstance(found, kind):
+            raise TypeError(f"service registered for {kind.__name__} is a {type(found).__name__}")
+        return found

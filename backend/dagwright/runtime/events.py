@@ -5,8 +5,10 @@ cost next to nothing to make. `t` is seconds since the run started (monotonic cl
 
 from __future__ import annotations
 
-from dataclasses import dataclass, fields
+from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from typing import Any, ClassVar, Literal
+
+from dagwright.registry.context import Usage
 
 RunStatus = Literal["succeeded", "failed", "cancelled"]
 
@@ -20,7 +22,10 @@ class RunEvent:
     def to_dict(self) -> dict[str, Any]:
         data: dict[str, Any] = {"type": self.type}
         for f in fields(self):
-            data[f.name] = getattr(self, f.name)
+            value = getattr(self, f.name)
+            # Nested records (usage, error) become dicts; values are passed as they are.
+            is_record = is_dataclass(value) and not isinstance(value, type)
+            data[f.name] = asdict(value) if is_record else value
         return data
 
 
@@ -99,9 +104,4 @@ class RunFinished(RunEvent):
     outputs: dict[str, Any]
     duration: float
     error: RunError | None = None
-
-    def to_dict(self) -> dict[str, Any]:
-        data = RunEvent.to_dict(self)
-        if self.error is not None:
-            data["error"] = {f.name: getattr(self.error, f.name) for f in fields(self.error)}
-        return data
+    usage: Usage = field(default_factory=Usage)  # every model call of the run, summed

@@ -22,11 +22,11 @@ import uuid
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Final
 
 from dagwright.errors import DagwrightError, InputError
-from dagwright.registry import NodeContext, Route
+from dagwright.registry import NodeContext, Route, Usage
 from dagwright.runtime.events import (
     NodeCancelled,
     NodeFailed,
@@ -93,6 +93,8 @@ class ExecutorOptions:
     node_timeout: float | None = None  # for nodes whose block and flow set none
     run_timeout: float | None = None
     thread_pool: ThreadPoolExecutor | None = None
+    # What blocks may ask their NodeContext for, by class (model providers, secrets...).
+    services: Mapping[type, object] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -102,6 +104,7 @@ class RunResult:
     outputs: dict[str, Any]
     duration: float
     error: RunError | None
+    usage: Usage
     events: list[RunEvent] = field(repr=False)
 
 
@@ -134,6 +137,7 @@ class Run:
         self._running: dict[int, float] = {}
         self._workers: set[asyncio.Task[None]] = set()
         self._outputs: dict[str, Any] = {}
+        self._usage = Usage()
         self._outcome: RunError | None = None
         self._ended = False
         self._status: RunStatus | None = None
@@ -157,6 +161,7 @@ class Run:
             finished.outputs,
             finished.duration,
             finished.error,
+            finished.usage,
             self.events,
         )
 
@@ -194,6 +199,13 @@ class Run:
 
     def _emit_message_threadsafe(self, node_id: str, kind: str, data: dict[str, Any]) -> None:
         self._loop.call_soon_threadsafe(self._emit_message, node_id, kind, data)
+
+    def _record_usage(self, node_id: str, usage: Usage, details: dict[str, Any]) -> None:
+        self._usage.add(usage)
+        self._emit_message(node_id, "usage", {**details, **asdict(usage)})
+
+    def _record_usage_threadsafe(self, node_id: str, usage: Usage, details: dict[str, Any]) -> None:
+        self._loop.call_soon_threadsafe(self._record_usage, node_id, usage, details)
 
     # -- the run -------------------------------------------------------------------------
 
@@ -261,9 +273,8 @@ class Run:
         if outcome is not None:
             status = "cancelled" if outcome.code == "cancelled" else "failed"
         self._status = status
-        finished = RunFinished(
-            self.run_id, self._now(), status, self._outputs, self._now(), outcome
-        )
+        now = self._now()
+        finished = RunFinished(self.run_id, now, status, self._outputs, now, outcome, self._usage)
         self._emit(finished)
         return finished
 
@@ -302,8 +313,14 @@ class Run:
             kwargs["value"] = self._input_values[index]
         mode = spec.mode
         if spec.context_param:
-            emit = self._emit_message_threadsafe if mode == "thread" else self._emit_message
-            kwargs[spec.context_param] = NodeContext(self.run_id, node.id, emit)
+            threaded = mode == "thread"
+            kwargs[spec.context_param] = NodeContext(
+                self.run_id,
+                node.id,
+                self._emit_message_threadsafe if threaded else self._emit_message,
+                self._record_usage_threadsafe if threaded else self._record_usage,
+                self._options.services,
+            )
         slots = self._slots if mode != "inline" else None
         if slots is not None:
             await slots.acquire()  # the executor-wide limit; a node waiting here is not started

@@ -6,6 +6,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from dagwright.registry.context import Usage
 from dagwright.runtime.events import (
     NodeCancelled,
     NodeFailed,
@@ -32,6 +33,7 @@ class NodeTrace:
     duration: float | None = None
     error: str | None = None
     messages: list[dict[str, Any]] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)  # model calls of this node, summed
 
 
 def build_trace(
@@ -66,5 +68,15 @@ def build_trace(
             trace = of(event.node)
             trace.status, trace.error, trace.finished = "cancelled", event.reason, event.t
         elif isinstance(event, NodeMessage):
-            of(event.node).messages.append({"kind": event.kind, "t": event.t, **event.data})
+            trace = of(event.node)
+            trace.messages.append({"kind": event.kind, "t": event.t, **event.data})
+            if event.kind == "usage":
+                trace.usage.add(
+                    Usage(
+                        event.data["prompt_tokens"],
+                        event.data["completion_tokens"],
+                        event.data["cost"],
+                        event.data["calls"],
+                    )
+                )
     return traces
