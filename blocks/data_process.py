@@ -8,35 +8,14 @@ import re
 from functools import lru_cache
 from typing import Any, Literal
 
-import jinja2
-from jinja2 import StrictUndefined, meta
-from jinja2.sandbox import ImmutableSandboxedEnvironment
 from jsonpath_ng.ext.parser import parse as parse_jsonpath
 from jsonpath_ng.jsonpath import JSONPath
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from dagwright.registry import block
+from dagwright.templating import check_template, render, template_variables
 
 # -- template ------------------------------------------------------------------------------
-
-# The immutable sandbox also refuses methods that change a value in place (list.append...):
-# values arriving at a port may be shared with other nodes.
-_JINJA = ImmutableSandboxedEnvironment(
-    undefined=StrictUndefined,
-    autoescape=False,
-    keep_trailing_newline=True,
-)
-
-
-@lru_cache(maxsize=256)
-def _compile_template(text: str) -> jinja2.Template:
-    return _JINJA.from_string(text)
-
-
-@lru_cache(maxsize=256)
-def _template_variables(text: str) -> tuple[str, ...]:
-    names = meta.find_undeclared_variables(_JINJA.parse(text))
-    return tuple(sorted(name for name in names if name not in _JINJA.globals))
 
 
 class TemplateConfig(BaseModel):
@@ -50,16 +29,11 @@ class TemplateConfig(BaseModel):
     @field_validator("template")
     @classmethod
     def _parses(cls, text: str) -> str:
-        try:
-            _compile_template(text)  # also warms the cache the runs use
-        except jinja2.TemplateSyntaxError as exc:
-            message = exc.message or str(exc)
-            raise ValueError(f"template does not parse: line {exc.lineno}: {message}") from None
-        return text
+        return check_template(text)
 
 
 def _template_ports(config: TemplateConfig) -> list[str]:
-    return list(_template_variables(config.template))
+    return list(template_variables(config.template))
 
 
 @block(
@@ -79,15 +53,7 @@ def template(config: TemplateConfig, **variables: Any) -> str:
     that modify a value are refused, and a variable or attribute that does not exist is an
     error rather than empty text. The text is rendered exactly as written, trailing newline
     included."""
-    compiled = _compile_template(config.template)
-    try:
-        return compiled.render(**variables)
-    except jinja2.exceptions.SecurityError as exc:
-        raise ValueError(f"template: refused by the sandbox: {exc}") from None
-    except jinja2.UndefinedError as exc:
-        raise ValueError(f"template: undefined value: {exc}") from None
-    except Exception as exc:
-        raise ValueError(f"template failed to render: {type(exc).__name__}: {exc}") from None
+    return render(config.template, variables)
 
 
 # -- text ----------------------------------------------------------------------------------

@@ -12,6 +12,7 @@ from dagwright.blocks import data_process as dp
 from dagwright.errors import BlockConfigError
 from dagwright.registry import Registry
 from dagwright.runtime import Executor, Flow, RunResult, compile_flow, parse_flow, validate
+from dagwright.templating import compile_template
 
 # -- helpers -------------------------------------------------------------------------------
 
@@ -113,10 +114,10 @@ def test_template_other_render_errors_become_value_errors() -> None:
 def test_template_is_compiled_once() -> None:
     text = "cached {{ x }} template"
     config = dp.TemplateConfig(template=text)
-    before = dp._compile_template.cache_info()
+    before = compile_template.cache_info()
     assert dp.template(config, x=1) == "cached 1 template"
     assert dp.template(config, x=2) == "cached 2 template"
-    after = dp._compile_template.cache_info()
+    after = compile_template.cache_info()
     assert after.misses == before.misses
     assert after.hits == before.hits + 2
 
