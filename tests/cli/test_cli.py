@@ -189,3 +189,72 @@ def test_blocks_lists_the_registry() -> None:
     schema = json.loads(runner.invoke(app, ["blocks", "--json", "--category", "condition"]).stdout)
     assert {b["name"] for b in schema["blocks"]} >= {"compare", "switch"}
     assert all(b["category"] == "condition" for b in schema["blocks"])
+
+
+@pytest.fixture
+def no_provider_configured(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    for name in ("OPENAI_API_KEY", "DAGWRIGHT_SETTINGS"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.chdir(tmp_path)  # no ./dagwright.toml
+    return tmp_path
+
+
+def test_llm_flow_without_provider_uses_the_scripted_model_and_says_so(
+    no_provider_configured: Path,
+) -> None:
+    result = runner.invoke(app, ["run", str(EXAMPLES / "answer_question.json"), "--trace"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("answer: [scripted reply]")
+    assert "note: no model provider is configured: dagwright's scripted model answers" in (
+        result.stderr
+    )
+    assert "(scripted answers, not a model's)" in result.stderr
+
+
+def test_record_then_replay(no_provider_configured: Path) -> None:
+    recording = no_provider_configured / "run.jsonl"
+    flow = str(EXAMPLES / "answer_question.json")
+    first = runner.invoke(
+        app, ["run", flow, "-i", "question=hello there", "--record", str(recording)]
+    )
+    assert first.exit_code == 0, first.output
+    assert len(recording.read_text().splitlines()) == 1
+    again = runner.invoke(
+        app, ["run", flow, "-i", "question=hello there", "--replay", str(recording)]
+    )
+    assert again.exit_code == 0, again.output
+    assert again.stdout == first.stdout
+    assert f"replaying model answers from {recording}" in again.stderr
+    other = runner.invoke(
+        app, ["run", flow, "-i", "question=not recorded", "--replay", str(recording)]
+    )
+    assert other.exit_code == 1
+    assert "no scripted reply matches this request" in other.stderr
+
+
+def test_configured_provider_is_used(
+    no_provider_configured: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from support.models import scripted_server
+
+    script = {"rules": [{"model": "analyst-1", "match": "bonus", "reply": "12,000 (provider)"}]}
+    with scripted_server(script) as server:
+        settings = no_provider_configured / "dagwright.toml"
+        settings.write_text(
+            'default_provider = "local"\n\n[providers.local]\n'
+            f'base_url = "{server.base_url}"\napi_key_env = "DW_TEST_KEY"\n'
+            'default_model = "analyst-1"\n'
+        )
+        monkeypatch.setenv("DW_TEST_KEY", "sk-test-not-real")
+        result = runner.invoke(app, ["run", str(EXAMPLES / "answer_question.json")])
+    assert result.exit_code == 0, result.output
+    assert result.stdout == "answer: 12,000 (provider)\n"
+    assert "note:" not in result.stderr
+    assert "sk-test-not-real" not in result.output
+
+
+def test_bad_settings_file_is_reported(no_provider_configured: Path) -> None:
+    (no_provider_configured / "dagwright.toml").write_text("[providers.x]\ntimeout = -1\n")
+    result = runner.invoke(app, ["run", str(EXAMPLES / "answer_question.json")])
+    assert result.exit_code == 2
+    assert "dagwright.toml: providers.x.timeout: Input should be greater than 0" in result.stderr

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
 from pathlib import Path
 from typing import Annotated, Any
@@ -10,15 +9,16 @@ from typing import Annotated, Any
 import typer
 from pydantic_core import to_jsonable_python
 
+from dagwright.cli.execution import run_plan
+from dagwright.cli.mock_llm import mock_llm
 from dagwright.errors import DagwrightError
 from dagwright.registry import Registry, type_name
 from dagwright.runtime import (
     CompiledFlow,
-    Executor,
-    ExecutorOptions,
     FlowInvalidError,
     NodeFailed,
     NodeFinished,
+    NodeMessage,
     NodeSkipped,
     RunEvent,
     RunResult,
@@ -75,25 +75,60 @@ def _registry() -> Registry:
 
 def _print_trace(result: RunResult, plan: CompiledFlow) -> None:
     typer.echo("\ntrace (ms since the run started):", err=True)
-    typer.echo(
-        f"  {'node':<20} {'block':<16} {'status':<10} {'start':>9} {'duration':>9}", err=True
+    header = (
+        f"  {'node':<20} {'block':<16} {'status':<10} {'start':>9} {'duration':>9} {'tokens':>7}"
     )
+    typer.echo(header, err=True)
+    scripted = False
     for trace in build_trace(result.events, plan.blocks()).values():
         start = f"{trace.started * 1e3:9.2f}" if trace.started is not None else " " * 9
         duration = f"{trace.duration * 1e3:9.2f}" if trace.duration is not None else " " * 9
-        line = f"  {trace.node:<20} {trace.block or '-':<16} {trace.status:<10} {start} {duration}"
+        tokens = f"{trace.usage.total_tokens:7d}" if trace.usage.calls else " " * 7
+        line = (
+            f"  {trace.node:<20} {trace.block or '-':<16} {trace.status:<10} {start} {duration} "
+            f"{tokens}"
+        )
         if trace.status in ("failed", "skipped", "cancelled") and trace.error:
             line += f"  {trace.error}"
         typer.echo(line, err=True)
+        scripted |= any(m.get("scripted") for m in trace.messages if m["kind"] == "usage")
+    usage = result.usage
+    if usage.calls:
+        label = " (scripted answers, not a model's)" if scripted else ""
+        typer.echo(
+            f"model calls: {usage.calls}, tokens: {usage.prompt_tokens} in + "
+            f"{usage.completion_tokens} out, cost: {usage.cost:.6f}{label}",
+            err=True,
+        )
 
 
-def _live(event: RunEvent) -> None:
-    if isinstance(event, NodeFinished):
-        typer.echo(f"  ok      {event.node} ({event.duration * 1e3:.1f} ms)", err=True)
-    elif isinstance(event, NodeSkipped):
-        typer.echo(f"  skipped {event.node}: {event.reason}", err=True)
-    elif isinstance(event, NodeFailed):
-        typer.echo(f"  failed  {event.node}: {event.error_type}: {event.message}", err=True)
+class _LivePrinter:
+    """Prints nodes as they settle and model tokens as they stream (to stderr)."""
+
+    def __init__(self) -> None:
+        self._streaming: str | None = None  # the node whose tokens are being printed
+
+    def __call__(self, event: RunEvent) -> None:
+        if isinstance(event, NodeMessage) and event.kind == "token":
+            if self._streaming != event.node:
+                self._end_stream()
+                typer.echo(f"  {event.node} > ", err=True, nl=False)
+                self._streaming = event.node
+            typer.echo(event.data["text"], err=True, nl=False)
+            return
+        if isinstance(event, NodeFinished | NodeSkipped | NodeFailed):
+            self._end_stream()
+        if isinstance(event, NodeFinished):
+            typer.echo(f"  ok      {event.node} ({event.duration * 1e3:.1f} ms)", err=True)
+        elif isinstance(event, NodeSkipped):
+            typer.echo(f"  skipped {event.node}: {event.reason}", err=True)
+        elif isinstance(event, NodeFailed):
+            typer.echo(f"  failed  {event.node}: {event.error_type}: {event.message}", err=True)
+
+    def _end_stream(self) -> None:
+        if self._streaming is not None:
+            typer.echo("", err=True)
+            self._streaming = None
 
 
 @app.command()
@@ -109,17 +144,28 @@ def run(
     timeout: Annotated[
         float | None, typer.Option(help="Seconds a node may take when its block sets none.")
     ] = None,
+    record: Annotated[
+        Path | None, typer.Option(help="Record every model exchange to this JSONL file.")
+    ] = None,
+    replay: Annotated[
+        Path | None,
+        typer.Option(help="Answer model calls from a recording, through the scripted server."),
+    ] = None,
 ) -> None:
     """Run a flow file and print its outputs."""
     inputs = _parse_inputs(input_ or [])
     registry = _registry()
     try:
         plan = compile_flow(load_flow(flow_file), registry)
-    except DagwrightError as exc:
-        raise _fail(exc.message) from None
-    executor = Executor(ExecutorOptions(node_timeout=timeout))
-    try:
-        result = asyncio.run(executor.run(plan, inputs, on_event=_live if verbose else None))
+        result = run_plan(
+            plan,
+            inputs,
+            node_timeout=timeout,
+            record=record,
+            replay=replay,
+            on_event=_LivePrinter() if verbose else None,
+            notice=lambda message: typer.echo(f"note: {message}", err=True),
+        )
     except DagwrightError as exc:
         raise _fail(exc.message) from None
     if as_json:
@@ -136,6 +182,7 @@ def run(
             "outputs": result.outputs,
             "error": error,
             "duration": result.duration,
+            "usage": result.usage,
         }
         if trace:
             payload["trace"] = list(build_trace(result.events, plan.blocks()).values())
@@ -212,7 +259,6 @@ def demo(
 ) -> None:
     """Run every example flow with its default inputs (the product's offline demo)."""
     registry = _registry()
-    executor = Executor()
     files = sorted(folder.glob("*.json"))
     if not files:
         raise _fail(f"no flow files in {folder}")
@@ -220,7 +266,7 @@ def demo(
     for path in files:
         try:
             plan = compile_flow(load_flow(path), registry)
-            result = asyncio.run(executor.run(plan))
+            result = run_plan(plan, {}, notice=lambda message: typer.echo(f"   note: {message}"))
         except FlowInvalidError as exc:
             failures += 1
             typer.echo(f"{path.name}: {exc.message}", err=True)
@@ -235,3 +281,6 @@ def demo(
             typer.echo(f"   {name}: {value if isinstance(value, str) else _to_json(value)}")
         failures += result.status != "succeeded"
     raise typer.Exit(EXIT_RUN_FAILED if failures else 0)
+
+
+app.command("mock-llm")(mock_llm)

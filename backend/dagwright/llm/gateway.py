@@ -1,0 +1,480 @@
+"""The gateway every LLM block calls through: one `openai` async client per provider, a
+concurrency limit per provider, retries with backoff, accounting, and recording.
+
+Retries (429, 5xx, timeouts, dropped connections) are ours rather than the openai client's so
+that every attempt is counted and a streamed answer is never retried once tokens have been
+shown: the client is built with max_retries=0.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import email.utils
+import json
+import os
+import random
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+import openai
+
+from dagwright.errors import DagwrightError
+from dagwright.llm.providers import ProviderConfig, ProviderSettings
+from dagwright.llm.recording import Recorder
+from dagwright.registry.context import Usage
+from dagwright.secrets import Secrets
+
+T = TypeVar("T")
+DeltaFn = Callable[[int, str], None]  # (choice index, text delta)
+
+# Marks the project's scripted server in its answers (system_fingerprint).
+SCRIPTED_FINGERPRINT = "dagwright-scripted"
+_RETRYABLE = (openai.RateLimitError, openai.InternalServerError, openai.APIConnectionError)
+
+
+class LLMError(DagwrightError):
+    """A model call failed for good: the provider's own message, and how many attempts."""
+
+    code = "llm_error"
+
+
+class MissingKeyError(DagwrightError):
+    code = "missing_api_key"
+
+
+@dataclass(slots=True)
+class ChatRequest:
+    messages: list[dict[str, Any]]
+    model: str | None = None
+    temperature: float | None = None
+    max_tokens: int | None = None
+    stop: list[str] | None = None
+    n: int = 1
+    seed: int | None = None
+    response_format: dict[str, Any] | None = None
+
+    def parameters(self) -> dict[str, Any]:
+        """The optional parameters that were set, as the API names them."""
+        params = {
+            "temperature": self.temperature,
+            "max_tokens": self.max_tokens,
+            "stop": self.stop,
+            "seed": self.seed,
+            "response_format": self.response_format,
+        }
+        if self.n != 1:
+            params["n"] = self.n
+        return {key: value for key, value in params.items() if value is not None}
+
+
+@dataclass(slots=True)
+class CallResult:
+    """One model call, retries included."""
+
+    provider: str
+    model: str
+    choices: list[str]
+    finish_reasons: list[str | None]
+    prompt_tokens: int
+    completion_tokens: int
+    latency: float  # seconds from the first attempt to the answer
+    attempts: int
+    cost: float
+    scripted: bool  # answered by the project's scripted server, not a model
+    tokens_estimated: bool = False  # the provider reported no usage; counted as chars / 4
+    vectors: list[list[float]] = field(default_factory=list)  # embeddings
+
+    @property
+    def usage(self) -> Usage:
+        return Usage(self.prompt_tokens, self.completion_tokens, self.cost, 1)
+
+    def details(self) -> dict[str, Any]:
+        """What a usage event shows of the call, besides the token counts."""
+        return {
+            "provider": self.provider,
+            "model": self.model,
+            "latency": round(self.latency, 6),
+            "attempts": self.attempts,
+            "scripted": self.scripted,
+            "tokens_estimated": self.tokens_estimated,
+        }
+
+
+def _estimate_tokens(text: str) -> int:
+    return max(1, -(-len(text) // 4)) if text else 0
+
+
+def _retry_after(exc: openai.APIStatusError) -> float | None:
+    """Seconds the provider asked us to wait (Retry-After, or OpenAI's retry-after-ms)."""
+    headers = exc.response.headers
+    try:
+        if "retry-after-ms" in headers:
+            return float(headers["retry-after-ms"]) / 1000
+        if "retry-after" in headers:
+            value = headers["retry-after"]
+            try:
+                return float(value)
+            except ValueError:
+                when = email.utils.parsedate_to_datetime(value)
+                return max(0.0, when.timestamp() - time.time())
+    except (ValueError, TypeError):
+        return None
+    return None
+
+
+def _provider_message(exc: Exception) -> str:
+    if isinstance(exc, openai.APIStatusError):
+        body = exc.body
+        message = body.get("message") if isinstance(body, dict) else None
+        return f"HTTP {exc.status_code}: {message or exc.message}"
+    if isinstance(exc, openai.APITimeoutError):
+        return "timed out"
+    if isinstance(exc, openai.APIConnectionError):
+        cause = exc.__cause__
+        return f"connection failed: {cause or exc.message}"
+    return f"{type(exc).__name__}: {exc}"
+
+
+@dataclass(slots=True)
+class _Connection:
+    loop: asyncio.AbstractEventLoop
+    client: openai.AsyncOpenAI
+    slots: asyncio.Semaphore
+    in_flight: int = 0
+
+
+class LLMGateway:
+    """Model calls for a process. Clients are made lazily per event loop."""
+
+    def __init__(
+        self,
+        settings: ProviderSettings,
+        secrets: Secrets | None = None,
+        recorder: Recorder | None = None,
+        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+    ) -> None:
+        self.settings = settings
+        self._secrets = secrets
+        self._recorder = recorder
+        self._sleep = sleep
+        self._connections: dict[str, _Connection] = {}
+        self.max_in_flight: dict[str, int] = {}  # per provider, for tests and monitoring
+
+    # -- connections ---------------------------------------------------------------------
+
+    def _api_key(self, provider: ProviderConfig) -> str:
+        if provider.api_key_env:
+            key = os.environ.get(provider.api_key_env)
+            if not key:
+                raise MissingKeyError(
+                    f"provider {provider.name!r} reads its API key from the environment "
+                    f"variable {provider.api_key_env}, which is not set"
+                )
+            return key
+        if provider.api_key_secret:
+            if self._secrets is None:
+                raise MissingKeyError(
+                    f"provider {provider.name!r} reads its API key from secret "
+                    f"{provider.api_key_secret!r}, but no secret store was given"
+                )
+            return self._secrets.get(provider.api_key_secret)
+        # Local servers (vLLM, Ollama, LM Studio, the scripted one) take any key.
+        return "not-needed"
+
+    def _connection(self, provider: ProviderConfig) -> _Connection:
+        loop = asyncio.get_running_loop()
+        known = self._connections.get(provider.name)
+        if known is not None and known.loop is loop:
+            return known
+        key = self._api_key(provider)
+        client: openai.AsyncOpenAI
+        if provider.kind == "azure":
+            assert provider.base_url is not None  # checked by ProviderConfig
+            client = openai.AsyncAzureOpenAI(
+                azure_endpoint=provider.base_url,
+                api_version=provider.api_version,
+                api_key=key,
+                timeout=provider.timeout,
+                max_retries=0,
+            )
+        else:
+            client = openai.AsyncOpenAI(
+                base_url=provider.base_url,
+                api_key=key,
+                timeout=provider.timeout,
+                max_retries=0,
+            )
+        connection = _Connection(loop, client, asyncio.Semaphore(provider.max_concurrency))
+        self._connections[provider.name] = connection
+        return connection
+
+    async def aclose(self) -> None:
+        for connection in self._connections.values():
+            await connection.client.close()
+        self._connections.clear()
+
+    # -- the retry loop ------------------------------------------------------------------
+
+    async def _attempts(
+        self,
+        provider: ProviderConfig,
+        call: Callable[[openai.AsyncOpenAI], Awaitable[T]],
+        shown: Callable[[], bool] = lambda: False,
+    ) -> tuple[T, int]:
+        """Run `call` until it succeeds, retrying what may pass on its own; (result, attempts).
+        `shown` tells whether a streamed answer has reached the user, which rules out a
+        retry that would show it twice."""
+        connection = self._connection(provider)
+        attempt = 0
+        while True:
+            attempt += 1
+            try:
+                async with connection.slots:
+                    connection.in_flight += 1
+                    peak = self.max_in_flight.get(provider.name, 0)
+                    self.max_in_flight[provider.name] = max(peak, connection.in_flight)
+                    try:
+                        return await call(connection.client), attempt
+                    finally:
+                        connection.in_flight -= 1
+            except _RETRYABLE as exc:
+                if attempt >= provider.max_attempts or shown():
+                    raise LLMError(
+                        f"provider {provider.name!r} failed after {attempt} attempt(s): "
+                        f"{_provider_message(exc)}"
+                    ) from None
+                await self._sleep(self._delay(provider, attempt, exc))
+            except openai.APIStatusError as exc:
+                raise LLMError(
+                    f"provider {provider.name!r} refused the request: {_provider_message(exc)}"
+                ) from None
+            except (openai.APIResponseValidationError, json.JSONDecodeError) as exc:
+                raise LLMError(
+                    f"provider {provider.name!r} sent a response that is not valid JSON "
+                    f"for the API ({type(exc).__name__})"
+                ) from None
+
+    @staticmethod
+    def _delay(provider: ProviderConfig, attempt: int, exc: Exception) -> float:
+        """Exponential backoff with jitter; at least what Retry-After asks, within backoff_max."""
+        ceiling = min(provider.backoff_max, provider.backoff_base * 2.0 ** (attempt - 1))
+        delay = ceiling / 2 + random.uniform(0, ceiling / 2)
+        if isinstance(exc, openai.APIStatusError):
+            asked = _retry_after(exc)
+            if asked is not None:
+                delay = max(delay, min(asked, provider.backoff_max))
+        return delay
+
+    # -- calls ---------------------------------------------------------------------------
+
+    async def chat(
+        self, provider_name: str | None, request: ChatRequest, on_delta: DeltaFn | None = None
+    ) -> CallResult:
+        provider = self.settings.get(provider_name)
+        model = request.model or provider.default_model
+        params = request.parameters()
+        # Plain dicts, as the blocks build them; the client's TypedDicts describe the same shape.
+        messages: Any = request.messages
+        started = time.perf_counter()
+        texts = [""] * request.n
+        finish: list[str | None] = [None] * request.n
+        fingerprint: list[str | None] = [None]
+        usage: list[Any] = [None]
+        shown = [False]
+
+        async def plain(client: openai.AsyncOpenAI) -> None:
+            response = await client.chat.completions.create(
+                model=model, messages=messages, **params
+            )
+            for choice in response.choices:
+                texts[choice.index] = choice.message.content or ""
+                finish[choice.index] = choice.finish_reason
+            fingerprint[0], usage[0] = response.system_fingerprint, response.usage
+
+        async def streamed(client: openai.AsyncOpenAI) -> None:
+            texts[:] = [""] * request.n
+            stream = await client.chat.completions.create(
+                model=model,
+                messages=messages,
+                stream=True,
+                stream_options={"include_usage": True},
+                **params,
+            )
+            async for chunk in stream:
+                fingerprint[0] = chunk.system_fingerprint or fingerprint[0]
+                if chunk.usage is not None:
+                    usage[0] = chunk.usage
+                for choice in chunk.choices:
+                    delta = choice.delta.content
+                    if delta:
+                        texts[choice.index] += delta
+                        shown[0] = True
+                        assert on_delta is not None
+                        on_delta(choice.index, delta)
+                    if choice.finish_reason:
+                        finish[choice.index] = choice.finish_reason
+
+        call = streamed if on_delta is not None else plain
+        _, attempts = await self._attempts(provider, call, lambda: shown[0])
+        prompt_text = "".join(str(m.get("content", "")) for m in request.messages)
+        result = self._result(
+            provider,
+            model,
+            texts,
+            finish,
+            usage[0],
+            fingerprint[0],
+            prompt_text,
+            started,
+            attempts,
+        )
+        self._record("chat", model, {"messages": request.messages, **params}, result)
+        return result
+
+    async def complete(
+        self,
+        provider_name: str | None,
+        prompt: str,
+        *,
+        model: str | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        stop: list[str] | None = None,
+        on_delta: DeltaFn | None = None,
+    ) -> CallResult:
+        """A text completion (/v1/completions), for providers that still offer it."""
+        provider = self.settings.get(provider_name)
+        chosen = model or provider.default_model
+        params: dict[str, Any] = {
+            key: value
+            for key, value in {
+                "temperature": temperature,
+                "max_tokens": max_tokens,
+                "stop": stop,
+            }.items()
+            if value is not None
+        }
+        started = time.perf_counter()
+        text = [""]
+        finish: list[str | None] = [None]
+        fingerprint: list[str | None] = [None]
+        usage: list[Any] = [None]
+        shown = [False]
+
+        async def call(client: openai.AsyncOpenAI) -> None:
+            text[0] = ""
+            if on_delta is None:
+                response = await client.completions.create(model=chosen, prompt=prompt, **params)
+                text[0] = response.choices[0].text
+                finish[0] = response.choices[0].finish_reason
+                fingerprint[0], usage[0] = response.system_fingerprint, response.usage
+                return
+            stream = await client.completions.create(
+                model=chosen,
+                prompt=prompt,
+                stream=True,
+                stream_options={"include_usage": True},
+                **params,
+            )
+            async for chunk in stream:
+                fingerprint[0] = chunk.system_fingerprint or fingerprint[0]
+                if chunk.usage is not None:
+                    usage[0] = chunk.usage
+                for choice in chunk.choices:
+                    if choice.text:
+                        text[0] += choice.text
+                        shown[0] = True
+                        on_delta(0, choice.text)
+                    if choice.finish_reason:
+                        finish[0] = choice.finish_reason
+
+        _, attempts = await self._attempts(provider, call, lambda: shown[0])
+        result = self._result(
+            provider, chosen, text, finish, usage[0], fingerprint[0], prompt, started, attempts
+        )
+        self._record("completions", chosen, {"prompt": prompt, **params}, result)
+        return result
+
+    async def embed(
+        self,
+        provider_name: str | None,
+        texts: list[str],
+        *,
+        model: str | None = None,
+        dimensions: int | None = None,
+    ) -> CallResult:
+        provider = self.settings.get(provider_name)
+        chosen = model or provider.default_model
+        started = time.perf_counter()
+        extra: dict[str, Any] = {"dimensions": dimensions} if dimensions is not None else {}
+
+        async def call(client: openai.AsyncOpenAI) -> Any:
+            return await client.embeddings.create(model=chosen, input=texts, **extra)
+
+        response, attempts = await self._attempts(provider, call)
+        vectors = [item.embedding for item in sorted(response.data, key=lambda d: d.index)]
+        prompt_tokens = response.usage.prompt_tokens if response.usage else 0
+        result = CallResult(
+            provider=provider.name,
+            model=chosen,
+            choices=[],
+            finish_reasons=[],
+            prompt_tokens=prompt_tokens,
+            completion_tokens=0,
+            latency=time.perf_counter() - started,
+            attempts=attempts,
+            cost=provider.cost(prompt_tokens, 0),
+            scripted=provider.scripted,
+            vectors=vectors,
+        )
+        self._record("embeddings", chosen, {"input": texts, **extra}, result)
+        return result
+
+    # -- accounting ----------------------------------------------------------------------
+
+    def _result(
+        self,
+        provider: ProviderConfig,
+        model: str,
+        texts: list[str],
+        finish: list[str | None],
+        usage: Any,
+        fingerprint: str | None,
+        prompt_text: str,
+        started: float,
+        attempts: int,
+    ) -> CallResult:
+        if usage is not None:
+            prompt_tokens, completion_tokens = usage.prompt_tokens, usage.completion_tokens
+        else:
+            prompt_tokens = _estimate_tokens(prompt_text)
+            completion_tokens = sum(_estimate_tokens(t) for t in texts)
+        return CallResult(
+            provider=provider.name,
+            model=model,
+            choices=list(texts),
+            finish_reasons=list(finish),
+            prompt_tokens=prompt_tokens,
+            completion_tokens=completion_tokens,
+            latency=time.perf_counter() - started,
+            attempts=attempts,
+            cost=provider.cost(prompt_tokens, completion_tokens),
+            scripted=provider.scripted or fingerprint == SCRIPTED_FINGERPRINT,
+            tokens_estimated=usage is None,
+        )
+
+    def _record(
+        self, endpoint: str, model: str, request: dict[str, Any], result: CallResult
+    ) -> None:
+        if self._recorder is not None:
+            self._recorder.write(
+                endpoint,
+                model,
+                request,
+                result.choices,
+                result.vectors,
+                result.prompt_tokens,
+                result.completion_tokens,
+            )
