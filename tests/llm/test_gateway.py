@@ -233,3 +233,43 @@ async def test_record_then_replay_gives_identical_answers(tmp_path: Path) -> Non
     finally:
         replayed.stop()
     assert second == first
+
+
+async def test_a_refused_key_is_never_echoed(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DW_TEST_WRONG_KEY", "sk-wrong-0123456789")
+    with scripted_server({"api_key": "sk-right", "default_reply": "ok"}) as server:
+        provider = ProviderConfig(
+            name="guarded", base_url=server.base_url, api_key_env="DW_TEST_WRONG_KEY"
+        )
+        gateway = LLMGateway(ProviderSettings(providers={"guarded": provider}))
+        try:
+            with pytest.raises(LLMError) as info:
+                await gateway.chat(None, ask("hi"))
+        finally:
+            await gateway.aclose()
+    assert "refused the request: HTTP 401" in info.value.message
+    assert "sk-wrong" not in info.value.message
+    assert "sk-wrong" not in repr(provider)
+
+
+async def test_azure_provider_uses_the_azure_client(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("DW_TEST_AZURE_KEY", "azure-key-not-real")
+    script = {"rules": [{"model": "my-gpt4o-deployment", "reply": "from the deployment"}]}
+    with scripted_server(script) as server:
+        azure = ProviderConfig(
+            name="azure",
+            kind="azure",
+            base_url=server.base_url.removesuffix("/v1"),
+            api_version="2024-10-21",
+            api_key_env="DW_TEST_AZURE_KEY",
+            default_model="my-gpt4o-deployment",
+        )
+        gateway = LLMGateway(ProviderSettings(providers={"azure": azure}))
+        try:
+            plain = await gateway.chat("azure", ask("hi"))
+            streamed = await gateway.chat("azure", ask("hi"), on_delta=lambda i, t: None)
+        finally:
+            await gateway.aclose()
+        log = server.stats()["log"]
+    assert plain.choices == streamed.choices == ["from the deployment"]
+    assert [entry["endpoint"] for entry in log] == ["chat", "chat"]

@@ -51,6 +51,17 @@ _ENDPOINTS = {
     "/v1/models": "models",
 }
 _EXCHANGE_KEY = "dagwright.exchange"
+# Azure OpenAI puts the deployment (its name for a model) in the path.
+_AZURE_PREFIX = "/openai/deployments/"
+
+
+def _endpoint_of(path: str) -> str:
+    if path.startswith(_AZURE_PREFIX):
+        _, _, rest = path[len(_AZURE_PREFIX) :].partition("/")
+        path = "/v1/" + rest
+    return _ENDPOINTS.get(path, path)
+
+
 # Status logged for a hanging request whose client left (nginx's "client closed request").
 CLIENT_GONE = 499
 
@@ -93,7 +104,7 @@ class _ScriptedMiddleware:
             return
         path: str = scope["path"]
         counted = not path.startswith("/_scripted/")
-        exchange = Exchange(endpoint=_ENDPOINTS.get(path, path))
+        exchange = Exchange(endpoint=_endpoint_of(path))
         started = ended = False
 
         def end() -> None:
@@ -365,6 +376,12 @@ def create_app(
         )
         token_usage = _usage(outcome, count_all(texts), 0)
         return JSONResponse(embeddings_response(body.model, encoded, token_usage["prompt_tokens"]))
+
+    # Azure OpenAI's URL shape (api-version in the query, the key in an api-key header): the
+    # same answers, so the Azure client can be tested for real.
+    app.post(_AZURE_PREFIX + "{deployment}/chat/completions")(chat_completions)
+    app.post(_AZURE_PREFIX + "{deployment}/completions")(completions)
+    app.post(_AZURE_PREFIX + "{deployment}/embeddings")(embeddings)
 
     @app.get("/v1/models")
     async def models() -> Response:
