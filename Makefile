@@ -25,6 +25,7 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(BIN)/python benchmarks/runtime_overhead.py
+	$(BIN)/python benchmarks/llm_throughput.py
 
 clean:
 	rm -rf $(VENV)
