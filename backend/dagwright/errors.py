@@ -50,3 +50,37 @@ class InputError(DagwrightError):
     """The inputs given to a run do not fit the flow's inputs."""
 
     code = "invalid_input"
+
+
+class NotFoundError(DagwrightError):
+    """An app, version, run, key or secret that does not exist (HTTP 404)."""
+
+    code = "not_found"
+
+    def __init__(self, message: str, code: str | None = None) -> None:
+        super().__init__(message)
+        if code is not None:
+            self.code = code  # e.g. app_not_found, version_not_found
+
+
+class ConflictError(DagwrightError):
+    """The request contradicts what is stored: a taken slug, another app's version (409)."""
+
+    code = "conflict"
+
+    def __init__(self, message: str, code: str | None = None) -> None:
+        super().__init__(message)
+        if code is not None:
+            self.code = code
+
+
+class AuthError(DagwrightError):
+    """No credentials (401) or credentials for something else (403)."""
+
+    code = "unauthorized"
+
+    def __init__(self, message: str, status: int = 401, code: str | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        if code is not None:
+            self.code = code

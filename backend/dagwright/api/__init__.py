@@ -1,0 +1,1 @@
+"""The HTTP API (FastAPI): routes, auth, error mapping, server-sent events."""

@@ -1,0 +1,1 @@
+"""Services: apps and versions, runs, keys, secrets, publishing — over the store and the runtime."""

@@ -1,0 +1,130 @@
+"""The database tables. Changing one means adding a migration (store/migrations/versions).
+
+- An app has immutable versions (a tree through `parent_id`) and a pointer to the published one.
+- A version keeps the graph (the flow document without editor positions) apart from the
+  layout (positions by node id), so moving a node is not a change of the graph.
+- A run is written before it starts; its node results are written as they finish.
+- API keys are stored as hashes; secrets as ciphertext.
+"""
+
+from __future__ import annotations
+
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import JSON, Column, ForeignKey, Index, String, Text, UniqueConstraint
+from sqlmodel import Field, SQLModel
+
+RUN_STATUSES = ("queued", "running", "succeeded", "failed", "cancelled", "interrupted")
+FINAL_STATUSES = ("succeeded", "failed", "cancelled", "interrupted")
+
+
+def new_id() -> str:
+    return uuid.uuid4().hex
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+def _json(nullable: bool = True) -> Any:
+    return Field(default=None, sa_column=Column(JSON, nullable=nullable))
+
+
+class App(SQLModel, table=True):
+    __tablename__ = "apps"
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=32)
+    slug: str = Field(index=True, unique=True, max_length=64)
+    name: str = Field(max_length=200)
+    description: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
+    # apps and versions point at each other: this key is added after both tables exist.
+    published_version_id: str | None = Field(
+        default=None,
+        sa_column=Column(
+            String(32),
+            ForeignKey("versions.id", use_alter=True, name="fk_apps_published_version"),
+            nullable=True,
+        ),
+    )
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class Version(SQLModel, table=True):
+    __tablename__ = "versions"
+    __table_args__ = (UniqueConstraint("app_id", "number", name="uq_versions_app_number"),)
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=32)
+    app_id: str = Field(foreign_key="apps.id", index=True, max_length=32)
+    number: int  # 1, 2, 3... per app, in order of creation
+    parent_id: str | None = Field(default=None, foreign_key="versions.id", max_length=32)
+    graph: dict[str, Any] = _json(nullable=False)  # the flow document, positions removed
+    layout: dict[str, Any] = _json(nullable=False)  # node id -> {"x": .., "y": ..}
+    note: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
+    author: str = Field(default="", max_length=200)
+    created_at: datetime = Field(default_factory=utcnow)
+
+
+class Run(SQLModel, table=True):
+    __tablename__ = "runs"
+    __table_args__ = (Index("ix_runs_app_created", "app_id", "created_at"),)
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=32)
+    app_id: str | None = Field(default=None, foreign_key="apps.id", max_length=32)
+    version_id: str | None = Field(default=None, foreign_key="versions.id", max_length=32)
+    parent_run_id: str | None = Field(default=None, index=True, max_length=32)
+    parent_node: str | None = Field(default=None, max_length=64)
+    mode: str = Field(default="debug", max_length=16)  # debug | published | invoke
+    status: str = Field(default="queued", index=True, max_length=16)
+    inputs: dict[str, Any] = _json(nullable=False)
+    outputs: dict[str, Any] | None = _json()
+    error: dict[str, Any] | None = _json()  # {code, message, node}
+    usage: dict[str, Any] | None = _json()  # {prompt_tokens, completion_tokens, cost, calls}
+    replica: str = Field(default="", max_length=64)  # the server process that ran it
+    cancel_requested_at: datetime | None = None  # set by any replica; the owner cancels
+    created_at: datetime = Field(default_factory=utcnow)
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    duration: float | None = None  # seconds
+
+
+class RunNode(SQLModel, table=True):
+    """One node's result in a run: the per-node trace the debug panel shows."""
+
+    __tablename__ = "run_nodes"
+
+    run_id: str = Field(foreign_key="runs.id", primary_key=True, max_length=32)
+    node: str = Field(primary_key=True, max_length=64)
+    block: str = Field(default="", max_length=64)
+    status: str = Field(max_length=16)  # succeeded | skipped | failed | cancelled
+    inputs: dict[str, Any] | None = _json()
+    output: Any = _json()
+    branch: str | None = Field(default=None, max_length=64)
+    error: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    started: float | None = None  # seconds since the run started
+    duration: float | None = None
+    usage: dict[str, Any] | None = _json()
+
+
+class ApiKey(SQLModel, table=True):
+    __tablename__ = "api_keys"
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=32)
+    app_id: str = Field(foreign_key="apps.id", index=True, max_length=32)
+    name: str = Field(max_length=100)
+    prefix: str = Field(max_length=16)  # the key's first characters, to recognise it
+    hash: str = Field(index=True, unique=True, max_length=64)  # sha256 hex of the key
+    created_at: datetime = Field(default_factory=utcnow)
+    last_used_at: datetime | None = None
+    revoked_at: datetime | None = None
+
+
+class Secret(SQLModel, table=True):
+    __tablename__ = "secrets"
+
+    name: str = Field(primary_key=True, max_length=64)
+    ciphertext: str = Field(sa_column=Column(Text, nullable=False))
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
