@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from typing import ClassVar
-
 
 class DagwrightError(Exception):
     """Base of every error dagwright raises on purpose."""
 
-    code: ClassVar[str] = "error"
+    code: str = "error"  # subclasses set theirs; some take a more specific one per instance
 
     def __init__(self, message: str) -> None:
         super().__init__(message)
