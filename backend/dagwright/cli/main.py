@@ -10,7 +10,9 @@ import typer
 from pydantic_core import to_jsonable_python
 
 from dagwright.cli.execution import run_plan
+from dagwright.cli.inputs import fail, parse_inputs
 from dagwright.cli.mock_llm import mock_llm
+from dagwright.cli.server_commands import call, export, import_, serve
 from dagwright.errors import DagwrightError
 from dagwright.registry import Registry, type_name
 from dagwright.runtime import (
@@ -41,36 +43,15 @@ EXIT_BAD_INPUT = 2
 EXAMPLES_DIR = Path(__file__).resolve().parents[3] / "flows" / "examples"
 
 
-def _fail(message: str, code: int = EXIT_BAD_INPUT) -> typer.Exit:
-    typer.echo(f"error: {message}", err=True)
-    return typer.Exit(code)
-
-
 def _to_json(value: Any) -> str:
     return json.dumps(to_jsonable_python(value, fallback=repr), ensure_ascii=False, indent=2)
-
-
-def _parse_inputs(pairs: list[str]) -> dict[str, str]:
-    """key=value pairs; key=@path reads the value from a file."""
-    inputs: dict[str, str] = {}
-    for pair in pairs:
-        key, sep, value = pair.partition("=")
-        if not sep or not key:
-            raise _fail(f"--input {pair!r}: expected key=value (or key=@file)")
-        if value.startswith("@"):
-            try:
-                value = Path(value[1:]).read_text(encoding="utf-8")
-            except OSError as exc:
-                raise _fail(f"--input {key}: cannot read {value[1:]}: {exc.strerror}") from None
-        inputs[key] = value
-    return inputs
 
 
 def _registry() -> Registry:
     try:
         return Registry.default()
     except DagwrightError as exc:
-        raise _fail(exc.message) from None
+        raise fail(exc.message) from None
 
 
 def _print_trace(result: RunResult, plan: CompiledFlow) -> None:
@@ -153,7 +134,7 @@ def run(
     ] = None,
 ) -> None:
     """Run a flow file and print its outputs."""
-    inputs = _parse_inputs(input_ or [])
+    inputs = parse_inputs(input_ or [])
     registry = _registry()
     try:
         plan = compile_flow(load_flow(flow_file), registry)
@@ -167,7 +148,7 @@ def run(
             notice=lambda message: typer.echo(f"note: {message}", err=True),
         )
     except DagwrightError as exc:
-        raise _fail(exc.message) from None
+        raise fail(exc.message) from None
     if as_json:
         error = None
         if result.error is not None:
@@ -210,7 +191,7 @@ def validate(
     try:
         flow = load_flow(flow_file)
     except DagwrightError as exc:
-        raise _fail(exc.message) from None
+        raise fail(exc.message) from None
     analysis = analyse(flow, registry)
     if as_json:
         typer.echo(_to_json([p.to_dict() for p in analysis.problems]))
@@ -261,7 +242,7 @@ def demo(
     registry = _registry()
     files = sorted(folder.glob("*.json"))
     if not files:
-        raise _fail(f"no flow files in {folder}")
+        raise fail(f"no flow files in {folder}")
     failures = 0
     for path in files:
         try:
@@ -284,3 +265,7 @@ def demo(
 
 
 app.command("mock-llm")(mock_llm)
+app.command()(serve)
+app.command()(call)
+app.command()(export)
+app.command("import")(import_)

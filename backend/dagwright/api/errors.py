@@ -1,0 +1,102 @@
+"""Every error leaves the API in one shape, {"error": {"code", "message", ...}}, with its
+HTTP status decided here, once."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import ValidationError
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from dagwright.errors import (
+    AuthError,
+    BlockConfigError,
+    ConflictError,
+    DagwrightError,
+    FlowFormatError,
+    InputError,
+    NotFoundError,
+    UnknownBlockError,
+)
+from dagwright.runtime import FlowInvalidError
+
+
+class RateLimitedError(DagwrightError):
+    code = "rate_limited"
+
+    def __init__(self, message: str, retry_after: float) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+_STATUS: list[tuple[type[DagwrightError], int]] = [
+    (FlowInvalidError, 422),
+    (FlowFormatError, 422),
+    (InputError, 422),
+    (BlockConfigError, 422),
+    (UnknownBlockError, 404),
+    (NotFoundError, 404),
+    (ConflictError, 409),
+    (RateLimitedError, 429),
+]
+
+
+def status_of(exc: DagwrightError) -> int:
+    if isinstance(exc, AuthError):
+        return exc.status
+    for kind, status in _STATUS:
+        if isinstance(exc, kind):
+            return status
+    return 400
+
+
+def error_response(
+    status: int, code: str, message: str, headers: dict[str, str] | None = None, **extra: Any
+) -> JSONResponse:
+    body = {"error": {"code": code, "message": message, **extra}}
+    return JSONResponse(body, status_code=status, headers=headers)
+
+
+def install(app: FastAPI) -> None:
+    @app.exception_handler(DagwrightError)
+    async def dagwright_error(request: Request, exc: DagwrightError) -> JSONResponse:
+        extra = exc.to_dict()
+        extra.pop("code", None)
+        extra.pop("message", None)
+        headers = None
+        if isinstance(exc, RateLimitedError):
+            headers = {"Retry-After": str(max(1, round(exc.retry_after + 0.5)))}
+        if isinstance(exc, AuthError) and exc.status == 401:
+            headers = {"WWW-Authenticate": "Bearer"}
+        return error_response(status_of(exc), exc.code, exc.message, headers, **extra)
+
+    @app.exception_handler(RequestValidationError)
+    async def bad_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = [
+            {"field": ".".join(str(p) for p in e["loc"] if p != "body"), "message": e["msg"]}
+            for e in exc.errors()
+        ]
+        summary = "; ".join(f"{p['field'] or '(body)'}: {p['message']}" for p in problems)
+        return error_response(422, "invalid_request", summary, problems=problems)
+
+    @app.exception_handler(ValidationError)
+    async def invalid_value(request: Request, exc: ValidationError) -> JSONResponse:
+        # A body the route parses itself (a block's config, say) that does not fit its model.
+        summary = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc']) or '(value)'}: {e['msg']}" for e in exc.errors()
+        )
+        return error_response(422, "invalid_config", summary)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        codes = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large"}
+        code = codes.get(exc.status_code, "http_error")
+        message = str(exc.detail)
+        if exc.status_code == 413:
+            message = "the request body is larger than the server accepts"
+        elif exc.status_code == 404:
+            message = f"no route {request.method} {request.url.path}"
+        return error_response(exc.status_code, code, message)

@@ -1,0 +1,55 @@
+"""Route dependencies for who may call: the admin token (editor API) and app API keys."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated
+
+from fastapi import Depends, Request
+
+from dagwright.api.auth import bearer_token, check_admin
+from dagwright.api.state import Services, services
+from dagwright.errors import AuthError
+from dagwright.store.models import App
+
+
+def require_admin(request: Request, s: Annotated[Services, Depends(services)]) -> None:
+    check_admin(request, s.settings.admin_token, s.settings.admin_required)
+
+
+Admin = Depends(require_admin)
+
+
+async def app_for_key(request: Request, s: Services, app_ref: str) -> App:
+    """The app a published call addresses, once its API key is checked: 401 without a key
+    or with an unknown one, 404 for an unknown app, 403 for another app's key, 429 over the
+    rate limit."""
+    token = bearer_token(request)
+    if token is None:
+        raise AuthError(
+            "this endpoint needs the app's API key: send 'Authorization: Bearer <key>'",
+            401,
+            code="api_key_required",
+        )
+    key = await asyncio.to_thread(s.keys.verify, token)
+    if key is None:
+        raise AuthError("the API key is not valid (unknown or revoked)", 401, "invalid_api_key")
+    app = await asyncio.to_thread(s.apps.get_app, app_ref)
+    if key.app_id != app.id:
+        raise AuthError(
+            f"this API key belongs to another app, not {app_ref!r}", 403, "key_for_another_app"
+        )
+    s.limiter.take(key.id)
+    return app
+
+
+async def may_read_app(request: Request, s: Services, app_id: str | None) -> None:
+    """Admins may read every run; an app's API key may read that app's runs."""
+    try:
+        check_admin(request, s.settings.admin_token, s.settings.admin_required)
+        return
+    except AuthError:
+        token = bearer_token(request)
+        key = await asyncio.to_thread(s.keys.verify, token) if token else None
+        if key is None or app_id is None or key.app_id != app_id:
+            raise

@@ -1,0 +1,117 @@
+"""Runs: debug runs from the editor, reading and cancelling runs, following a live run."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Header, Query, Request
+from fastapi.sse import EventSourceResponse, ServerSentEvent
+
+from dagwright.api.routes.access import Admin, may_read_app
+from dagwright.api.schemas import DebugRunIn, Page, RunIn
+from dagwright.api.state import Services, services
+from dagwright.api.streaming import jsonable, result_body, run_events
+from dagwright.runtime import compile_flow, parse_flow
+from dagwright.services.runs import RunRecord
+
+router = APIRouter(prefix="/api/v1", tags=["runs"])
+Deps = Annotated[Services, Depends(services)]
+
+
+@router.post("/runs/debug", dependencies=[Admin], response_model=None)
+async def debug_run(body: DebugRunIn, s: Deps) -> Any:
+    """Run a graph as it is on the canvas (saved or not), streaming every event."""
+    plan = compile_flow(parse_flow(body.flow), s.registry)
+    app_id = None
+    if body.app is not None:
+        app_id = (await asyncio.to_thread(s.apps.get_app, body.app)).id
+    live = await s.runs.start(plan, body.inputs, app_id=app_id, version_id=None, mode="debug")
+    if body.stream:
+        return EventSourceResponse(run_events(live))
+    return result_body(await live.wait())
+
+
+@router.post("/apps/{app}/versions/{version}/run", dependencies=[Admin], response_model=None)
+async def run_version(app: str, version: str, body: RunIn, s: Deps) -> Any:
+    """A debug run of any saved version (published or not)."""
+    found = await asyncio.to_thread(s.apps.get_version, app, version)
+    live = await s.runs.start(
+        s.apps.compiled(found),
+        body.inputs,
+        app_id=found.app_id,
+        version_id=found.id,
+        mode="debug",
+    )
+    if body.stream:
+        return EventSourceResponse(run_events(live))
+    return result_body(await live.wait())
+
+
+@router.get("/runs", dependencies=[Admin])
+async def list_runs(
+    s: Deps,
+    app: str | None = None,
+    status: str | None = None,
+    mode: str | None = None,
+    version_id: str | None = None,
+    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+) -> Page[dict[str, Any]]:
+    app_id = (await asyncio.to_thread(s.apps.get_app, app)).id if app else None
+    page = await asyncio.to_thread(
+        s.runs.list,
+        app_id=app_id,
+        status=status,
+        mode=mode,
+        version_id=version_id,
+        offset=offset,
+        limit=limit,
+    )
+    return Page(
+        items=[jsonable(r) for r in page.items],
+        total=page.total,
+        offset=page.offset,
+        limit=page.limit,
+    )
+
+
+async def _readable(request: Request, s: Services, run_id: str) -> RunRecord:
+    record = await asyncio.to_thread(s.runs.get, run_id)
+    await may_read_app(request, s, record.app_id)
+    return record
+
+
+@router.get("/runs/{run_id}")
+async def get_run(run_id: str, request: Request, s: Deps) -> dict[str, Any]:
+    """A run with its per-node trace. An app's API key may read that app's runs (to poll an
+    async call)."""
+    record = await _readable(request, s, run_id)
+    body: dict[str, Any] = jsonable(record)
+    return body
+
+
+@router.post("/runs/{run_id}/cancel", dependencies=[Admin])
+async def cancel_run(run_id: str, s: Deps) -> dict[str, Any]:
+    body: dict[str, Any] = jsonable(await s.runs.cancel(run_id))
+    return body
+
+
+@router.get("/runs/{run_id}/events", response_class=EventSourceResponse)
+async def follow_run(
+    run_id: str,
+    request: Request,
+    s: Deps,
+    last_event_id: Annotated[str | None, Header()] = None,
+) -> AsyncIterator[ServerSentEvent]:
+    """Follow a run live; a client that lost its connection sends Last-Event-ID and gets
+    only what it missed. A finished run (or one on another replica) answers with its record."""
+    record = await _readable(request, s, run_id)
+    live = s.runs.live_run(run_id)
+    if live is None:
+        yield ServerSentEvent(data=jsonable(record), event="run_record")
+        return
+    skip = int(last_event_id) + 1 if last_event_id and last_event_id.isdigit() else 0
+    async for event in run_events(live, skip=skip):
+        yield event

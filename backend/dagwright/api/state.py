@@ -1,0 +1,78 @@
+"""The server's services, built once at start-up and closed at shut-down."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import AsyncExitStack, asynccontextmanager
+from dataclasses import dataclass
+
+from fastapi import FastAPI, Request
+from sqlalchemy import Engine
+
+from dagwright.api.auth import RateLimiter
+from dagwright.api.settings import ServerSettings
+from dagwright.invocation import AppInvoker
+from dagwright.llm.gateway import LLMGateway
+from dagwright.llm.wiring import model_access
+from dagwright.registry import Registry
+from dagwright.runtime import Executor, ExecutorOptions
+from dagwright.secrets import Secrets
+from dagwright.services.apps import AppService
+from dagwright.services.invoke import InProcessInvoker
+from dagwright.services.keys import KeyService
+from dagwright.services.runs import RunService
+from dagwright.services.secret_store import DatabaseSecrets, master_key_from
+from dagwright.store.db import database_url, make_engine, migrate
+
+
+@dataclass(slots=True)
+class Services:
+    settings: ServerSettings
+    registry: Registry
+    engine: Engine
+    apps: AppService
+    keys: KeyService
+    secrets: DatabaseSecrets
+    runs: RunService
+    gateway: LLMGateway
+    limiter: RateLimiter
+
+
+def services(request: Request) -> Services:
+    found: Services = request.app.state.services
+    return found
+
+
+@asynccontextmanager
+async def serving(app: FastAPI, settings: ServerSettings) -> AsyncIterator[None]:
+    """FastAPI lifespan: open the database (migrating it), the model gateway and the run
+    writer; mark runs a crash left running as interrupted; undo it all at shut-down."""
+    async with AsyncExitStack() as stack:
+        settings.data_dir.mkdir(parents=True, exist_ok=True)
+        engine = make_engine(settings.database_url or database_url(settings.data_dir))
+        stack.callback(engine.dispose)
+        migrate(engine)
+        registry = Registry.default()
+        apps = AppService(engine, registry)
+        secrets = DatabaseSecrets(engine, master_key_from(settings.data_dir))
+        gateway = stack.enter_context(model_access(secrets=secrets))
+        stack.push_async_callback(gateway.aclose)
+        blocks_services: dict[type, object] = {Secrets: secrets, LLMGateway: gateway}
+        executor = Executor(ExecutorOptions(services=blocks_services))
+        runs = RunService(engine, executor, settings.replica)
+        blocks_services[AppInvoker] = InProcessInvoker(apps, runs, settings.invoke_depth)
+        runs.recover_interrupted()
+        runs.start_writer()
+        stack.callback(runs.stop_writer)
+        app.state.services = Services(
+            settings=settings,
+            registry=registry,
+            engine=engine,
+            apps=apps,
+            keys=KeyService(engine),
+            secrets=secrets,
+            runs=runs,
+            gateway=gateway,
+            limiter=RateLimiter(settings.rate_limit),
+        )
+        yield
