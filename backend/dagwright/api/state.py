@@ -63,7 +63,7 @@ async def serving(app: FastAPI, settings: ServerSettings) -> AsyncIterator[None]
         blocks_services[AppInvoker] = InProcessInvoker(apps, runs, settings.invoke_depth)
         runs.recover_interrupted()
         runs.start_writer()
-        stack.callback(runs.stop_writer)
+        stack.push_async_callback(runs.close)
         app.state.services = Services(
             settings=settings,
             registry=registry,

@@ -6,10 +6,9 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from typing import Any
 
-from fastapi.sse import ServerSentEvent
-from pydantic_core import to_jsonable_python
+from fastapi.sse import format_sse_event
+from pydantic_core import to_json, to_jsonable_python
 
-from dagwright.runtime import RunEvent
 from dagwright.services.runs import LiveRun, RunRecord
 
 
@@ -31,18 +30,19 @@ def result_body(record: RunRecord) -> dict[str, Any]:
     }
 
 
-def event_payload(event: RunEvent) -> dict[str, Any]:
-    payload: dict[str, Any] = jsonable(event.to_dict())
-    return payload
+def sse(data: Any, event: str, id: str | None = None) -> bytes:
+    """One server-sent event, its data as JSON."""
+    text = to_json(data, fallback=repr).decode()
+    return format_sse_event(data_str=text, event=event, id=id)
 
 
-async def run_events(live: LiveRun, skip: int = 0) -> AsyncIterator[ServerSentEvent]:
+async def run_events(live: LiveRun, skip: int = 0) -> AsyncIterator[bytes]:
     """The run's events from number `skip` on (a reconnecting client sends Last-Event-ID),
     then a `result` event once the run is recorded."""
     index = 0
     async for event in live.run.stream():
         if index >= skip:
-            yield ServerSentEvent(data=event_payload(event), event=event.type, id=str(index))
+            yield sse(event.to_dict(), event.type, str(index))
         index += 1
     record = await live.wait()
-    yield ServerSentEvent(data=result_body(record), event="result", id=str(index))
+    yield sse(result_body(record), "result", str(index))

@@ -7,12 +7,12 @@ from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, Query, Request
-from fastapi.sse import EventSourceResponse, ServerSentEvent
+from fastapi.sse import EventSourceResponse
 
 from dagwright.api.routes.access import Admin, may_read_app
 from dagwright.api.schemas import DebugRunIn, Page, RunIn
 from dagwright.api.state import Services, services
-from dagwright.api.streaming import jsonable, result_body, run_events
+from dagwright.api.streaming import result_body, run_events, sse
 from dagwright.runtime import compile_flow, parse_flow
 from dagwright.services.runs import RunRecord
 
@@ -70,7 +70,7 @@ async def list_runs(
         limit=limit,
     )
     return Page(
-        items=[jsonable(r) for r in page.items],
+        items=[r.to_dict() for r in page.items],
         total=page.total,
         offset=page.offset,
         limit=page.limit,
@@ -88,14 +88,12 @@ async def get_run(run_id: str, request: Request, s: Deps) -> dict[str, Any]:
     """A run with its per-node trace. An app's API key may read that app's runs (to poll an
     async call)."""
     record = await _readable(request, s, run_id)
-    body: dict[str, Any] = jsonable(record)
-    return body
+    return record.to_dict()
 
 
 @router.post("/runs/{run_id}/cancel", dependencies=[Admin])
 async def cancel_run(run_id: str, s: Deps) -> dict[str, Any]:
-    body: dict[str, Any] = jsonable(await s.runs.cancel(run_id))
-    return body
+    return (await s.runs.cancel(run_id)).to_dict()
 
 
 @router.get("/runs/{run_id}/events", response_class=EventSourceResponse)
@@ -104,14 +102,16 @@ async def follow_run(
     request: Request,
     s: Deps,
     last_event_id: Annotated[str | None, Header()] = None,
-) -> AsyncIterator[ServerSentEvent]:
+) -> EventSourceResponse:
     """Follow a run live; a client that lost its connection sends Last-Event-ID and gets
     only what it missed. A finished run (or one on another replica) answers with its record."""
     record = await _readable(request, s, run_id)
-    live = s.runs.live_run(run_id)
+    live = s.runs.live_runs.get(run_id)
     if live is None:
-        yield ServerSentEvent(data=jsonable(record), event="run_record")
-        return
+
+        async def recorded() -> AsyncIterator[bytes]:
+            yield sse(record.to_dict(), "run_record")
+
+        return EventSourceResponse(recorded())
     skip = int(last_event_id) + 1 if last_event_id and last_event_id.isdigit() else 0
-    async for event in run_events(live, skip=skip):
-        yield event
+    return EventSourceResponse(run_events(live, skip=skip))

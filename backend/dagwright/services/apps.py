@@ -1,0 +1,435 @@
+"""Apps and their versions: create, list, validate-and-save, diff, publish.
+
+Every method is synchronous and uses its own short session (the API calls them from a thread
+pool) and returns detached rows: plain data, readable after the session is gone. A version is
+immutable once written, which is what lets `compiled` cache compiled flows by version id.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import random
+import re
+import threading
+import time
+from collections import OrderedDict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from sqlalchemy import Engine, delete, func, or_, update
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session, col, select
+
+from dagwright.errors import ConflictError, FlowFormatError, InputError, NotFoundError
+from dagwright.registry import Registry
+from dagwright.runtime import CompiledFlow, FlowInvalidError, analyse, compile_flow, parse_flow
+from dagwright.store.db import session
+from dagwright.store.models import ApiKey, App, Run, RunNode, Version, utcnow
+
+T = TypeVar("T")
+
+SLUG_PATTERN = re.compile(r"[a-z0-9][a-z0-9-]{1,62}")
+MAX_PAGE = 200
+MAX_NAME = 200
+MAX_AUTHOR = 200
+# Concurrent saves of one app race for the next number; the losers retry with a new one.
+NUMBER_ATTEMPTS = 20
+COMPILED_CACHE_SIZE = 256
+NODE_FIELDS = ("block", "config", "label", "timeout")  # what makes a node "changed" in a diff
+
+
+@dataclass(frozen=True, slots=True)
+class Page(Generic[T]):
+    items: list[T]
+    total: int
+    offset: int
+    limit: int
+
+
+@dataclass(frozen=True, slots=True)
+class NewVersion:
+    """A version to create together with its app (see `create_app_with_versions`)."""
+
+    flow: dict[str, Any]
+    note: str = ""
+    author: str = ""
+    parent: int | None = None  # index, in the same list, of an earlier version
+
+
+@dataclass(frozen=True, slots=True)
+class SavedFlow:
+    """A valid flow split as it is stored: the graph without positions, and the layout."""
+
+    graph: dict[str, Any]
+    layout: dict[str, dict[str, float]]
+
+
+def _check_slug(slug: str) -> str:
+    if not isinstance(slug, str) or SLUG_PATTERN.fullmatch(slug) is None:
+        raise InputError(
+            f"slug: {slug!r} is not a valid slug: use 2 to 63 lowercase letters, digits and "
+            "'-', starting with a letter or a digit"
+        )
+    return slug
+
+
+def _check_text(field: str, value: str, limit: int | None = None, required: bool = False) -> str:
+    if not isinstance(value, str):
+        raise InputError(f"{field}: must be text, not {type(value).__name__}")
+    if required and not value.strip():
+        raise InputError(f"{field}: must not be empty")
+    if limit is not None and len(value) > limit:
+        raise InputError(f"{field}: at most {limit} characters (got {len(value)})")
+    return value
+
+
+def _window(offset: int, limit: int) -> tuple[int, int]:
+    if offset < 0:
+        raise InputError(f"offset: must be 0 or more, not {offset}")
+    if limit < 1:
+        raise InputError(f"limit: must be 1 or more, not {limit}")
+    return offset, min(limit, MAX_PAGE)
+
+
+def _app_not_found(ref: str) -> NotFoundError:
+    return NotFoundError(f"no app {ref!r} (by slug or id)", code="app_not_found")
+
+
+def _find_app(db: Session, ref: str) -> App:
+    found = db.exec(select(App).where(or_(col(App.id) == ref, col(App.slug) == ref))).all()
+    if not found:
+        raise _app_not_found(ref)
+    # An id and another app's slug could coincide only by a 1-in-2^128 chance; ids win.
+    return next((app for app in found if app.id == ref), found[0])
+
+
+def _find_version(db: Session, app: App, ref: str) -> Version:
+    if ref == "published":
+        if app.published_version_id is None:
+            raise NotFoundError(f"app {app.slug!r} has no published version", code="not_published")
+        ref = app.published_version_id
+    if ref.isascii() and ref.isdigit():  # not "²", which isdigit() accepts
+        query = select(Version).where(Version.app_id == app.id, Version.number == int(ref))
+    else:
+        query = select(Version).where(Version.app_id == app.id, Version.id == ref)
+    version = db.exec(query).first()
+    if version is None:
+        raise NotFoundError(
+            f"app {app.slug!r} has no version {ref!r} (by id, number or 'published')",
+            code="version_not_found",
+        )
+    return version
+
+
+def _version_of(db: Session, app: App, version_id: str) -> Version:
+    """The version by id, which must belong to `app` (a parent, a version to publish)."""
+    version = db.get(Version, version_id)
+    if version is None:
+        raise NotFoundError(f"no version {version_id!r}", code="version_not_found")
+    if version.app_id != app.id:
+        raise ConflictError(
+            f"version {version_id!r} belongs to another app, not to {app.slug!r}",
+            code="version_of_another_app",
+        )
+    return version
+
+
+def _located(error: FlowInvalidError, where: str) -> FlowInvalidError:
+    """The same problems, with a message that says which flow they are in."""
+    located = FlowInvalidError(error.problems)
+    located.message = f"{where}: {error.message}"
+    located.args = (located.message,)
+    return located
+
+
+def _edge_key(edge: dict[str, Any]) -> str:
+    return json.dumps(edge, sort_keys=True)
+
+
+class AppService:
+    def __init__(self, engine: Engine, registry: Registry) -> None:
+        self._engine = engine
+        self._registry = registry
+        self._compiled: OrderedDict[str, CompiledFlow] = OrderedDict()
+        self._compiled_lock = threading.Lock()
+
+    # -- apps ------------------------------------------------------------------------------
+
+    def create_app(self, slug: str, name: str, description: str = "") -> App:
+        app = self._new_app(slug, name, description)
+        with session(self._engine) as db:
+            self._insert_app(db, app)
+            db.commit()
+        return app
+
+    def list_apps(self, offset: int = 0, limit: int = 50) -> Page[App]:
+        offset, limit = _window(offset, limit)
+        with session(self._engine) as db:
+            total = db.exec(select(func.count()).select_from(App)).one()
+            query = select(App).order_by(col(App.created_at).desc(), col(App.id))
+            items = list(db.exec(query.offset(offset).limit(limit)).all())
+        return Page(items, total, offset, limit)
+
+    def get_app(self, ref: str) -> App:
+        with session(self._engine) as db:
+            return _find_app(db, ref)
+
+    def update_app(self, ref: str, name: str | None = None, description: str | None = None) -> App:
+        with session(self._engine) as db:
+            app = _find_app(db, ref)
+            if name is not None:
+                app.name = _check_text("name", name, MAX_NAME, required=True)
+            if description is not None:
+                app.description = _check_text("description", description)
+            app.updated_at = utcnow()
+            db.commit()
+            return app
+
+    def delete_app(self, ref: str) -> None:
+        """The app with everything that belongs to it, in one transaction."""
+        with session(self._engine) as db:
+            app = _find_app(db, ref)
+            # The app points at a version that points back at it: unhook it first.
+            db.exec(update(App).where(col(App.id) == app.id).values(published_version_id=None))
+            versions = select(Version.id).where(Version.app_id == app.id)
+            runs = select(Run.id).where(
+                or_(col(Run.app_id) == app.id, col(Run.version_id).in_(versions))
+            )
+            db.exec(delete(RunNode).where(col(RunNode.run_id).in_(runs)))
+            db.exec(delete(Run).where(col(Run.id).in_(runs)))
+            db.exec(delete(ApiKey).where(col(ApiKey.app_id) == app.id))
+            # One statement: versions point at their parents, and the constraint is checked
+            # when the statement ends, with all of them gone.
+            db.exec(delete(Version).where(col(Version.app_id) == app.id))
+            db.exec(delete(App).where(col(App.id) == app.id))
+            db.commit()
+
+    # -- versions --------------------------------------------------------------------------
+
+    def prepare(self, flow: dict[str, Any]) -> SavedFlow:
+        """Parse and validate a flow document (FlowFormatError, FlowInvalidError listing every
+        problem) and split it into the stored graph and layout."""
+        parsed = parse_flow(flow)
+        analysis = analyse(parsed, self._registry)
+        if not analysis.ok:
+            raise FlowInvalidError(analysis.problems)
+        graph = parsed.model_dump(mode="json", exclude_none=True)
+        layout: dict[str, dict[str, float]] = {}
+        for node in graph["nodes"]:
+            position = node.pop("position", None)
+            if position is not None:
+                layout[node["id"]] = {"x": position["x"], "y": position["y"]}
+        return SavedFlow(graph, layout)
+
+    def create_version(
+        self,
+        ref: str,
+        flow: dict[str, Any],
+        note: str = "",
+        author: str = "",
+        parent_id: str | None = None,
+    ) -> Version:
+        """Validate and save a flow as the app's next version; an invalid flow writes
+        nothing."""
+        _check_text("note", note)
+        _check_text("author", author, MAX_AUTHOR)
+        saved = self.prepare(flow)
+        for attempt in range(NUMBER_ATTEMPTS):
+            with session(self._engine) as db:
+                app = _find_app(db, ref)
+                if parent_id is not None:
+                    _version_of(db, app, parent_id)
+                latest = db.exec(
+                    select(func.max(Version.number)).where(Version.app_id == app.id)
+                ).one()
+                version = Version(
+                    app_id=app.id,
+                    number=(latest or 0) + 1,
+                    parent_id=parent_id,
+                    graph=saved.graph,
+                    layout=saved.layout,
+                    note=note,
+                    author=author,
+                )
+                db.add(version)
+                try:
+                    db.commit()
+                except IntegrityError:
+                    # Another save took this number (or the app went away: the next attempt
+                    # reports that). Jitter keeps racing writers from colliding again.
+                    db.rollback()
+                    time.sleep(random.uniform(0, 0.005 * (attempt + 1)))
+                    continue
+                return version
+        raise ConflictError(
+            f"could not number a new version of {ref!r}: too many concurrent saves",
+            code="version_conflict",
+        )
+
+    def list_versions(self, ref: str, offset: int = 0, limit: int = 50) -> Page[Version]:
+        """Newest first."""
+        offset, limit = _window(offset, limit)
+        with session(self._engine) as db:
+            app = _find_app(db, ref)
+            total = db.exec(
+                select(func.count()).select_from(Version).where(Version.app_id == app.id)
+            ).one()
+            query = (
+                select(Version)
+                .where(Version.app_id == app.id)
+                .order_by(col(Version.number).desc())
+                .offset(offset)
+                .limit(limit)
+            )
+            items = list(db.exec(query).all())
+        return Page(items, total, offset, limit)
+
+    def get_version(self, app_ref: str, version_ref: str) -> Version:
+        """A version by id, by number ("3") or "published"."""
+        with session(self._engine) as db:
+            return _find_version(db, _find_app(db, app_ref), version_ref)
+
+    def flow_of(self, version: Version) -> dict[str, Any]:
+        """The flow document with the positions put back: what the editor opens."""
+        flow = copy.deepcopy(version.graph)
+        for node in flow.get("nodes", []):
+            position = version.layout.get(node.get("id"))
+            if position is not None:
+                node["position"] = {"x": position["x"], "y": position["y"]}
+        return flow
+
+    def compiled(self, version: Version) -> CompiledFlow:
+        """The version's compiled flow, compiled once per version (versions never change)."""
+        with self._compiled_lock:
+            found = self._compiled.get(version.id)
+            if found is not None:
+                self._compiled.move_to_end(version.id)
+                return found
+        # Compiled outside the lock: two threads may both compile a new version; the result
+        # is the same and one of them is kept.
+        plan = compile_flow(parse_flow(version.graph), self._registry)
+        with self._compiled_lock:
+            self._compiled[version.id] = plan
+            while len(self._compiled) > COMPILED_CACHE_SIZE:
+                self._compiled.popitem(last=False)
+        return plan
+
+    def diff(self, app_ref: str, a: str, b: str) -> dict[str, Any]:
+        """What changed from version a to version b. Positions are not compared: moving a
+        node in the editor changes the layout, not the flow."""
+        with session(self._engine) as db:
+            app = _find_app(db, app_ref)
+            old, new = _find_version(db, app, a).graph, _find_version(db, app, b).graph
+        old_nodes = {n["id"]: n for n in old.get("nodes", [])}
+        new_nodes = {n["id"]: n for n in new.get("nodes", [])}
+        changed = []
+        for node_id, before in old_nodes.items():
+            after = new_nodes.get(node_id)
+            if after is not None:
+                fields = [f for f in NODE_FIELDS if before.get(f) != after.get(f)]
+                if fields:
+                    changed.append({"id": node_id, "fields": fields})
+        old_edges = {_edge_key(e): e for e in old.get("edges", [])}
+        new_edges = {_edge_key(e): e for e in new.get("edges", [])}
+        meta = {
+            key: {"from": old.get(key, ""), "to": new.get(key, "")}
+            for key in ("name", "description")
+            if old.get(key, "") != new.get(key, "")
+        }
+        return {
+            "nodes": {
+                "added": [n for n in new_nodes if n not in old_nodes],
+                "removed": [n for n in old_nodes if n not in new_nodes],
+                "changed": changed,
+            },
+            "edges": {
+                "added": [e for k, e in new_edges.items() if k not in old_edges],
+                "removed": [e for k, e in old_edges.items() if k not in new_edges],
+            },
+            "meta": meta,
+        }
+
+    def publish(self, app_ref: str, version_id: str) -> App:
+        """Make a version the one the app's endpoint runs."""
+        with session(self._engine) as db:
+            app = _find_app(db, app_ref)
+            _version_of(db, app, version_id)
+            app.published_version_id = version_id
+            app.updated_at = utcnow()
+            db.commit()
+            return app
+
+    # -- import ----------------------------------------------------------------------------
+
+    def create_app_with_versions(
+        self,
+        slug: str,
+        name: str,
+        description: str,
+        versions: Sequence[NewVersion],
+        published: int | None = None,
+    ) -> App:
+        """An app with its versions (numbered 1, 2... in list order) and, when `published`
+        (an index in the list) is given, published — all in one transaction: any invalid
+        version or a taken slug leaves nothing behind."""
+        app = self._new_app(slug, name, description)
+        saved: list[SavedFlow] = []
+        for index, item in enumerate(versions):
+            _check_text(f"versions[{index}].note", item.note)
+            _check_text(f"versions[{index}].author", item.author, MAX_AUTHOR)
+            if item.parent is not None and not 0 <= item.parent < index:
+                raise InputError(f"versions[{index}].parent: must be an earlier version")
+            try:
+                saved.append(self.prepare(item.flow))
+            except FlowFormatError as exc:
+                raise FlowFormatError(f"versions[{index}].flow: {exc.message}") from None
+            except FlowInvalidError as exc:
+                raise _located(exc, f"versions[{index}].flow") from None
+        if published is not None and not 0 <= published < len(versions):
+            raise InputError(f"published: no version at index {published}")
+        with session(self._engine) as db:
+            self._insert_app(db, app)
+            rows: list[Version] = []
+            for index, (item, flow) in enumerate(zip(versions, saved, strict=True)):
+                row = Version(
+                    app_id=app.id,
+                    number=index + 1,
+                    parent_id=None if item.parent is None else rows[item.parent].id,
+                    graph=flow.graph,
+                    layout=flow.layout,
+                    note=item.note,
+                    author=item.author,
+                )
+                db.add(row)
+                db.flush()  # in order: a version's parent is inserted before it
+                rows.append(row)
+            if published is not None:
+                app.published_version_id = rows[published].id
+            db.commit()
+        return app
+
+    # -- helpers ---------------------------------------------------------------------------
+
+    @staticmethod
+    def _new_app(slug: str, name: str, description: str) -> App:
+        return App(
+            slug=_check_slug(slug),
+            name=_check_text("name", name, MAX_NAME, required=True),
+            description=_check_text("description", description),
+        )
+
+    @staticmethod
+    def _insert_app(db: Session, app: App) -> None:
+        """Adds and flushes the app; a taken slug is a ConflictError (and rolls back)."""
+        taken = ConflictError(f"slug {app.slug!r} is taken by another app", code="slug_taken")
+        if db.exec(select(App.id).where(App.slug == app.slug)).first() is not None:
+            raise taken
+        db.add(app)
+        try:
+            db.flush()
+        except IntegrityError:
+            # Taken between the check and the insert, by a concurrent request.
+            db.rollback()
+            raise taken from None
