@@ -10,6 +10,9 @@ from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import RedirectResponse
 from fastapi.staticfiles import StaticFiles
+from starlette.datastructures import Headers
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from dagwright import __version__
 from dagwright.api import errors
@@ -19,6 +22,42 @@ from dagwright.api.state import serving
 
 # The editor's production build (frontend/dist), served by the product itself.
 EDITOR_DIST = Path(__file__).resolve().parents[3] / "frontend" / "dist"
+
+
+class BodyLimit:
+    """Refuses a request body over `limit` bytes with the API's error shape (413
+    payload_too_large): at once when Content-Length says so, else when the streamed body
+    passes the limit. (FastAPI's own max_body_size answers a request with a Content-Length
+    over the limit in plain text, replacing any response the app gives.)"""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        length = Headers(scope=scope).get("content-length", "")
+        if length.isdigit() and int(length) > self.limit:
+            response = errors.error_response(
+                413, "payload_too_large", "the request body is larger than the server accepts"
+            )
+            await response(scope, receive, send)
+            return
+        received = 0
+
+        async def limited() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.limit:
+                    # Inside the routes: the error handler answers (errors.install).
+                    raise StarletteHTTPException(413)
+            return message
+
+        await self.app(scope, limited, send)
 
 
 def create_app(settings: ServerSettings | None = None) -> FastAPI:
@@ -34,9 +73,9 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         version=__version__,
         summary="LLM applications as typed DAG flows, published as HTTP endpoints.",
         lifespan=lifespan,
-        max_body_size=settings.max_body_bytes,
     )
     errors.install(app)
+    app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
     if settings.cors_origins:
         app.add_middleware(
             CORSMiddleware,

@@ -22,6 +22,7 @@ from dagwright.errors import (
     UnknownBlockError,
 )
 from dagwright.runtime import FlowInvalidError
+from dagwright.secrets import SecretNotFoundError
 
 
 class RateLimitedError(DagwrightError):
@@ -39,6 +40,7 @@ _STATUS: list[tuple[type[DagwrightError], int]] = [
     (BlockConfigError, 422),
     (UnknownBlockError, 404),
     (NotFoundError, 404),
+    (SecretNotFoundError, 404),  # deleting a secret that is not set
     (ConflictError, 409),
     (RateLimitedError, 429),
 ]

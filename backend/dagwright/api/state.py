@@ -18,6 +18,7 @@ from dagwright.registry import Registry
 from dagwright.runtime import Executor, ExecutorOptions
 from dagwright.secrets import Secrets
 from dagwright.services.apps import AppService
+from dagwright.services.endpoints import EndpointResolver
 from dagwright.services.invoke import InProcessInvoker
 from dagwright.services.keys import KeyService
 from dagwright.services.runs import RunService
@@ -36,9 +37,11 @@ class Services:
     runs: RunService
     gateway: LLMGateway
     limiter: RateLimiter
+    endpoints: EndpointResolver
 
 
-def services(request: Request) -> Services:
+async def services(request: Request) -> Services:
+    # async on purpose: FastAPI runs sync dependencies in a thread pool, a hop per request.
     found: Services = request.app.state.services
     return found
 
@@ -64,15 +67,17 @@ async def serving(app: FastAPI, settings: ServerSettings) -> AsyncIterator[None]
         runs.recover_interrupted()
         runs.start_writer()
         stack.push_async_callback(runs.close)
+        keys = KeyService(engine)
         app.state.services = Services(
             settings=settings,
             registry=registry,
             engine=engine,
             apps=apps,
-            keys=KeyService(engine),
+            keys=keys,
             secrets=secrets,
             runs=runs,
             gateway=gateway,
             limiter=RateLimiter(settings.rate_limit),
+            endpoints=EndpointResolver(apps, keys),
         )
         yield

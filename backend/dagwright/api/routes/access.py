@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Annotated
 
 from fastapi import Depends, Request
@@ -13,7 +12,7 @@ from dagwright.errors import AuthError
 from dagwright.store.models import App
 
 
-def require_admin(request: Request, s: Annotated[Services, Depends(services)]) -> None:
+async def require_admin(request: Request, s: Annotated[Services, Depends(services)]) -> None:
     check_admin(request, s.settings.admin_token, s.settings.admin_required)
 
 
@@ -31,10 +30,10 @@ async def app_for_key(request: Request, s: Services, app_ref: str) -> App:
             401,
             code="api_key_required",
         )
-    key = await asyncio.to_thread(s.keys.verify, token)
+    key = await s.endpoints.key(token)
     if key is None:
         raise AuthError("the API key is not valid (unknown or revoked)", 401, "invalid_api_key")
-    app = await asyncio.to_thread(s.apps.get_app, app_ref)
+    app = await s.endpoints.app(app_ref)
     if key.app_id != app.id:
         raise AuthError(
             f"this API key belongs to another app, not {app_ref!r}", 403, "key_for_another_app"
@@ -50,6 +49,6 @@ async def may_read_app(request: Request, s: Services, app_id: str | None) -> Non
         return
     except AuthError:
         token = bearer_token(request)
-        key = await asyncio.to_thread(s.keys.verify, token) if token else None
+        key = await s.endpoints.key(token) if token else None
         if key is None or app_id is None or key.app_id != app_id:
             raise

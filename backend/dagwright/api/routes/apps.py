@@ -44,12 +44,15 @@ def get_app(app: str, s: Deps) -> Any:
 
 @router.patch("/apps/{app}", response_model=AppOut)
 def update_app(app: str, body: AppUpdate, s: Deps) -> Any:
-    return s.apps.update_app(app, name=body.name, description=body.description)
+    updated = s.apps.update_app(app, name=body.name, description=body.description)
+    s.endpoints.forget()
+    return updated
 
 
 @router.delete("/apps/{app}", status_code=204)
 def delete_app(app: str, s: Deps) -> Response:
     s.apps.delete_app(app)
+    s.endpoints.forget()
     return Response(status_code=204)
 
 
@@ -82,7 +85,9 @@ def diff_versions(app: str, a: str, b: str, s: Deps) -> dict[str, Any]:
 
 @router.post("/apps/{app}/publish", response_model=AppOut)
 def publish(app: str, body: PublishIn, s: Deps) -> Any:
-    return s.apps.publish(app, body.version_id)
+    published = s.apps.publish(app, body.version_id)
+    s.endpoints.forget()  # this replica answers with the new version at once
+    return published
 
 
 @router.get("/apps/{app}/export")

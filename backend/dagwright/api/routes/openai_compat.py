@@ -3,7 +3,6 @@ can call a flow. The app's input takes the conversation, its output is the answe
 
 from __future__ import annotations
 
-import asyncio
 import json
 import time
 from collections.abc import AsyncIterator
@@ -142,14 +141,14 @@ async def _stream(model: str, live: LiveRun, output: str, source: str | None) ->
 @router.post("/v1/chat/completions", response_model=None)
 async def chat_completions(body: ChatCompletionIn, request: Request, s: Deps) -> Any:
     app = await app_for_key(request, s, body.model)
-    version = await asyncio.to_thread(s.apps.get_version, app.id, "published")
-    plan = s.apps.compiled(version)
+    endpoint = await s.endpoints.endpoint(app.id, None)
+    plan = endpoint.plan
     output = _answer_output(plan)
     live = await s.runs.start(
         plan,
         _inputs_for(plan, body.messages),
         app_id=app.id,
-        version_id=version.id,
+        version_id=endpoint.version_id,
         mode="published",
     )
     if body.stream:

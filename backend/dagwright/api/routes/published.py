@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
@@ -24,12 +23,12 @@ async def run_published(app: str, body: RunIn, request: Request, s: Deps) -> Any
     `stream: true` answers with server-sent events (node events, token deltas, then the
     result); `async: true` answers 202 with the run id to poll at GET /api/v1/runs/{id}."""
     found_app = await app_for_key(request, s, app)
-    version = await asyncio.to_thread(s.apps.get_version, found_app.id, body.version or "published")
+    endpoint = await s.endpoints.endpoint(found_app.id, body.version)
     live = await s.runs.start(
-        s.apps.compiled(version),
+        endpoint.plan,
         body.inputs,
         app_id=found_app.id,
-        version_id=version.id,
+        version_id=endpoint.version_id,
         mode="published",
     )
     if body.async_:

@@ -96,7 +96,7 @@ async def cancel_run(run_id: str, s: Deps) -> dict[str, Any]:
     return (await s.runs.cancel(run_id)).to_dict()
 
 
-@router.get("/runs/{run_id}/events", response_class=EventSourceResponse)
+@router.get("/runs/{run_id}/events", response_model=None)
 async def follow_run(
     run_id: str,
     request: Request,

@@ -1,0 +1,201 @@
+"""Published-endpoint throughput and server cold start, on SQLite with every run recorded.
+
+1. Starts `dagwright serve` (its own process, a fresh SQLite data dir), publishes a trivial
+   flow (flows/examples/hello.json) and creates an API key.
+2. Loads POST /api/v1/apps/hello/run with 100 concurrent connections for 20 s using wrk
+   (Debian package `wrk`; `make bench` installs it), and prints requests/s and p50/p99.
+3. Checks that every answered request is a recorded run (the runs table's count).
+4. Restarts the server on the same data and times spawn -> first answered published call.
+
+Targets: at least 1,000 requests/s; cold start under 1.5 s.
+Run: .venv/bin/python benchmarks/server_throughput.py [--seconds 20] [--connections 100]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx
+
+ROOT = Path(__file__).resolve().parents[1]
+TARGET_RPS = 1000.0
+TARGET_COLD_START = 1.5
+EXTRA: list[str] = []
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def start_server(data_dir: Path, port: int) -> subprocess.Popen[bytes]:
+    env = {
+        **os.environ,
+        "DAGWRIGHT_DATA_DIR": str(data_dir),
+        "DAGWRIGHT_REPLICA": "bench",
+        "DAGWRIGHT_RATE_LIMIT": "1000000",
+    }
+    env.pop("DAGWRIGHT_DATABASE_URL", None)
+    return subprocess.Popen(
+        [sys.executable, "-m", "dagwright", "serve", "--port", str(port), *EXTRA],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+def wait_for(url: str, deadline: float, **request: object) -> float:
+    while time.perf_counter() < deadline:
+        try:
+            response = httpx.post(url, timeout=1, **request)  # type: ignore[arg-type]
+            if response.status_code == 200:
+                return time.perf_counter()
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.01)
+    raise SystemExit(f"no answer from {url}")
+
+
+def setup(base: str) -> str:
+    with httpx.Client(base_url=base, timeout=10) as client:
+        client.post("/api/v1/apps", json={"slug": "hello", "name": "Hello"}).raise_for_status()
+        flow = json.loads((ROOT / "flows" / "examples" / "hello.json").read_text())
+        version = client.post("/api/v1/apps/hello/versions", json={"flow": flow})
+        version.raise_for_status()
+        client.post(
+            "/api/v1/apps/hello/publish", json={"version_id": version.json()["id"]}
+        ).raise_for_status()
+        key = client.post("/api/v1/apps/hello/keys", json={"name": "bench"})
+        key.raise_for_status()
+        return str(key.json()["key"])
+
+
+def run_wrk(url: str, key: str, seconds: int, connections: int) -> dict[str, float]:
+    script = Path(tempfile.mkdtemp()) / "post.lua"
+    script.write_text(
+        'wrk.method = "POST"\n'
+        'wrk.body = \'{"inputs": {"name": "Ann"}}\'\n'
+        'wrk.headers["Content-Type"] = "application/json"\n'
+        f'wrk.headers["Authorization"] = "Bearer {key}"\n'
+    )
+    done = subprocess.run(
+        [
+            "wrk",
+            "-t",
+            "1",
+            "-c",
+            str(connections),
+            "-d",
+            f"{seconds}s",
+            "--latency",
+            "-s",
+            str(script),
+            url,
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    out = done.stdout
+
+    def latency(label: str) -> float:
+        match = re.search(rf"^\s+{label}%\s+([\d.]+)(us|ms|s)", out, flags=re.MULTILINE)
+        if not match:
+            raise SystemExit(f"cannot read the {label}th percentile from wrk:\n{out}")
+        value, unit = float(match.group(1)), match.group(2)
+        return value / {"us": 1000, "ms": 1, "s": 0.001}[unit]
+
+    requests = int(re.search(r"(\d+) requests in", out).group(1))  # type: ignore[union-attr]
+    errors = re.search(r"Non-2xx or 3xx responses: (\d+)", out)
+    return {
+        "rps": float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1)),  # type: ignore[union-attr]
+        "p50": latency("50"),
+        "p99": latency("99"),
+        "requests": requests,
+        "errors": int(errors.group(1)) if errors else 0,
+    }
+
+
+def count_runs(data_dir: Path) -> int:
+    import sqlite3
+
+    with sqlite3.connect(data_dir / "dagwright.db") as db:
+        (count,) = db.execute("SELECT count(*) FROM runs WHERE status = 'succeeded'").fetchone()
+        return int(count)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--seconds", type=int, default=20)
+    parser.add_argument("--connections", type=int, default=100)
+    args = parser.parse_args()
+    if shutil.which("wrk") is None:
+        raise SystemExit("wrk is not installed: apt-get install wrk (make bench does)")
+    data_dir = Path(tempfile.mkdtemp())
+    port = free_port()
+    base = f"http://127.0.0.1:{port}"
+    url = f"{base}/api/v1/apps/hello/run"
+    server = start_server(data_dir, port)
+    try:
+        deadline = time.perf_counter() + 30
+        while time.perf_counter() < deadline:
+            try:
+                httpx.get(f"{base}/api/v1/health", timeout=1)
+                break
+            except httpx.HTTPError:
+                time.sleep(0.05)
+        key = setup(base)
+        headers = {"Authorization": f"Bearer {key}"}
+        for _ in range(200):  # warm-up
+            httpx.post(url, json={"inputs": {"name": "w"}}, headers=headers)
+        before = count_runs(data_dir)
+        figures = run_wrk(url, key, args.seconds, args.connections)
+        time.sleep(0.5)  # the last group commit
+        recorded = count_runs(data_dir) - before
+    finally:
+        server.terminate()
+        server.wait(timeout=15)
+
+    answered = int(figures["requests"] - figures["errors"])
+    print(
+        f"published trivial flow, {args.connections} connections for {args.seconds} s "
+        f"(wrk, same machine), SQLite"
+    )
+    ok = figures["rps"] >= TARGET_RPS
+    print(
+        f"  {figures['rps']:.0f} requests/s (target >= {TARGET_RPS:g}: "
+        f"{'ok' if ok else 'UNDER TARGET'}), p50 {figures['p50']:.1f} ms, "
+        f"p99 {figures['p99']:.1f} ms, non-2xx {int(figures['errors'])}"
+    )
+    print(f"  runs recorded: {recorded} of {answered} answered requests")
+
+    began = time.perf_counter()
+    server = start_server(data_dir, port)
+    try:
+        answered_at = wait_for(url, began + 30, json={"inputs": {"name": "c"}}, headers=headers)
+    finally:
+        server.terminate()
+        server.wait(timeout=15)
+    cold = answered_at - began
+    cold_ok = cold <= TARGET_COLD_START
+    print(
+        f"  cold start (spawn -> first answered published call): {cold:.2f} s "
+        f"(target <= {TARGET_COLD_START:g} s: {'ok' if cold_ok else 'OVER TARGET'})"
+    )
+    return 0 if ok and cold_ok and recorded >= answered else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
