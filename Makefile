@@ -4,7 +4,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test install lint typecheck unit bench clean
+.PHONY: run test install bench clean
 
 $(STAMP): pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
@@ -15,7 +15,7 @@ $(STAMP): pyproject.toml requirements.lock
 install: $(STAMP)
 
 run: $(STAMP)
-	$(BIN)/dagwright demo
+	$(BIN)/dagwright serve
 
 test: $(STAMP)
 	$(BIN)/ruff check backend blocks tests benchmarks
@@ -24,8 +24,10 @@ test: $(STAMP)
 	$(BIN)/pytest
 
 bench: $(STAMP)
+	command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk)
 	$(BIN)/python benchmarks/runtime_overhead.py
 	$(BIN)/python benchmarks/llm_throughput.py
+	$(BIN)/python benchmarks/server_throughput.py
 
 clean:
 	rm -rf $(VENV)
