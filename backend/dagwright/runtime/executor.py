@@ -181,7 +181,9 @@ class Run:
                     return
             if self._waiter is None or self._waiter.done():
                 self._waiter = self._loop.create_future()
-            await self._waiter
+            # Shielded: the waiter is shared by every consumer, and a consumer cancelled
+            # while waiting (a client leaving a stream) must not cancel it for the others.
+            await asyncio.shield(self._waiter)
 
     # -- events --------------------------------------------------------------------------
 

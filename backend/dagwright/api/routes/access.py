@@ -50,5 +50,10 @@ async def may_read_app(request: Request, s: Services, app_id: str | None) -> Non
     except AuthError:
         token = bearer_token(request)
         key = await s.endpoints.key(token) if token else None
-        if key is None or app_id is None or key.app_id != app_id:
+        if key is None or app_id is None:
             raise
+        if key.app_id != app_id:
+            # A valid key, of another app: say so, not that the admin token is wrong.
+            raise AuthError(
+                "this API key belongs to another app than the run's", 403, "key_for_another_app"
+            ) from None

@@ -6,6 +6,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Response
 
+from dagwright.api.routes.access import Admin
 from dagwright.api.schemas import (
     AppCreate,
     AppOut,
@@ -21,7 +22,8 @@ from dagwright.api.state import Services, services
 from dagwright.runtime import analyse, parse_flow
 from dagwright.services import porting
 
-router = APIRouter(prefix="/api/v1", tags=["apps"])
+# The editor API: open on loopback, behind the admin token otherwise (as keys and runs are).
+router = APIRouter(prefix="/api/v1", tags=["apps"], dependencies=[Admin])
 Deps = Annotated[Services, Depends(services)]
 Offset = Annotated[int, Query(ge=0)]
 Limit = Annotated[int, Query(ge=1, le=200)]
