@@ -1,7 +1,8 @@
 """Servers as real processes: two replicas sharing one PostgreSQL schema (runs visible from
-both, a cancel sent to either one), a replica killed mid-run (SIGKILL) and restarted (the run
-is interrupted, what finished before the crash is kept), and `dagwright call` against a
-running server."""
+both, a cancel sent to either one), two processes of the same replica name (neither touches
+the other's runs; when one is killed, the other closes its runs), a replica killed mid-run
+(SIGKILL) and restarted (the run is interrupted, what finished before the crash is kept), and
+`dagwright call` against a running server."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.pool import NullPool
 from typer.testing import CliRunner
 
 from dagwright.cli.main import app as cli
@@ -30,11 +33,34 @@ from support.server import (
 )
 
 
-@pytest.fixture
-def replicas(tmp_path: Path) -> Iterator[tuple[ServerProcess, ServerProcess]]:
+def leases(database_url: str) -> dict[str, tuple[str, int]]:
+    """The replica leases in the database: lease id -> (replica name, pid)."""
+    engine = create_engine(database_url, poolclass=NullPool)
+    try:
+        with engine.connect() as conn:
+            rows = conn.execute(text("SELECT id, name, pid FROM replicas")).all()
+    finally:
+        engine.dispose()
+    return {row[0]: (row[1], row[2]) for row in rows}
+
+
+def sqlite_url(data_dir: Path) -> str:
+    return f"sqlite:///{data_dir / 'dagwright.db'}"
+
+
+def pid(server: ServerProcess) -> int:
+    assert server.process is not None
+    return server.process.pid
+
+
+@pytest.fixture(params=[("replica-a", "replica-b"), ("twin", "twin")], ids=["named", "twins"])
+def replicas(
+    tmp_path: Path, request: pytest.FixtureRequest
+) -> Iterator[tuple[ServerProcess, ServerProcess]]:
+    name_a, name_b = request.param
     with postgres_schema() as url:
-        a = ServerProcess(tmp_path / "a", "replica-a", url)
-        b = ServerProcess(tmp_path / "b", "replica-b", url)
+        a = ServerProcess(tmp_path / "a", name_a, url)
+        b = ServerProcess(tmp_path / "b", name_b, url)
         try:
             with ThreadPoolExecutor(2) as pool:  # both migrate the empty schema at once
                 list(pool.map(lambda server: server.start(), (a, b)))
@@ -47,7 +73,10 @@ def replicas(tmp_path: Path) -> Iterator[tuple[ServerProcess, ServerProcess]]:
 def test_two_replicas_share_runs_and_cancels(
     replicas: tuple[ServerProcess, ServerProcess],
 ) -> None:
+    """With two names, or one name shared (as `serve --workers 2` does): processes differ by
+    their replica leases, which the runs carry."""
     a, b = replicas
+    assert a.database_url is not None
     api_a, api_b = a.api(), b.api()
     try:
         key = api_a.published_app("shared", example("hello"))
@@ -56,11 +85,15 @@ def test_two_replicas_share_runs_and_cancels(
         assert on_b.status_code == 200, on_b.text
         run_id = api_a.run("shared", key, {"name": "Ann"}).json()["run_id"]
         seen_from_b = api_b.get_run(run_id)
-        assert seen_from_b["replica"] == "replica-a"
+        lease_a = seen_from_b["replica"]
+        lease_b = api_a.get_run(on_b.json()["run_id"])["replica"]
+        assert leases(a.database_url) == {
+            lease_a: (a.replica, pid(a)),
+            lease_b: (b.replica, pid(b)),
+        }
         assert seen_from_b["status"] == "succeeded"
         assert seen_from_b["outputs"] == {"greeting": "Hello, Ann!"}
         assert [n["node"] for n in seen_from_b["nodes"]] == ["name", "greet", "greeting"]
-        assert api_a.get_run(on_b.json()["run_id"])["replica"] == "replica-b"
 
         slow_key = api_a.published_app("shared-slow", slow_flow(30))
         started = api_a.run("shared-slow", slow_key, {"value": "v"}, **{"async": True})
@@ -78,7 +111,7 @@ def test_two_replicas_share_runs_and_cancels(
         # Replica A notices the request (it polls every half second) and cancels its run.
         record = api_b.wait_for_run(slow_id, timeout=5)
         assert record["status"] == "cancelled"
-        assert record["replica"] == "replica-a"
+        assert record["replica"] == lease_a
         assert {n["node"]: n["status"] for n in record["nodes"]}["slow"] == "cancelled"
         assert api_a.get_run(slow_id)["status"] == "cancelled"
 
@@ -94,6 +127,46 @@ def test_two_replicas_share_runs_and_cancels(
     finally:
         api_a.close()
         api_b.close()
+
+
+def test_a_killed_process_has_its_runs_closed_by_a_sibling_of_the_same_name(
+    tmp_path: Path,
+) -> None:
+    """Two processes named alike on one database (as `serve --workers 2`): the second one's
+    start-up leaves the first one's run alone; once the first is killed, the second's
+    periodic recovery (every 10 s) finds its lease dead and interrupts its run."""
+    with postgres_schema() as url:
+        first = ServerProcess(tmp_path / "first", "twin", url).start()
+        second: ServerProcess | None = None
+        try:
+            api = first.api()
+            try:
+                key = api.published_app("twins", slow_flow(60))
+                started = api.run("twins", key, {"value": "v"}, **{"async": True})
+                assert started.status_code == 202
+                run_id = started.json()["run_id"]
+                api.wait_for_run(
+                    run_id, lambda r: any(n["node"] == "quick" for n in r["nodes"]), key=key
+                )
+            finally:
+                api.close()
+            second = ServerProcess(tmp_path / "second", "twin", url).start()
+            api = second.api()
+            try:
+                running = api.get_run(run_id)
+                assert running["status"] == "running"  # the sibling's start-up spared it
+                assert leases(url)[running["replica"]] == ("twin", pid(first))
+                first.kill()
+                record = api.wait_for_run(run_id, timeout=20)
+                assert record["status"] == "interrupted"
+                assert {n["node"]: n["status"] for n in record["nodes"]}["quick"] == "succeeded"
+                assert running["replica"] not in leases(url)
+            finally:
+                api.close()
+        finally:
+            first.kill()
+            if second is not None:
+                second.stop()
 
 
 def test_a_killed_replica_leaves_its_run_interrupted(tmp_path: Path) -> None:
@@ -113,6 +186,9 @@ def test_a_killed_replica_leaves_its_run_interrupted(tmp_path: Path) -> None:
         finally:
             api.close()
         server.kill()
+        # The killed process's lease is left behind, fresh: the restarted process (a new
+        # lease) sees that its pid is gone from this host and takes it for dead at once.
+        assert leases(sqlite_url(data_dir)) == {running["replica"]: ("crashy", pid(server))}
 
         restarted = ServerProcess(data_dir, "crashy", port=server.port).start()
         try:
@@ -129,6 +205,9 @@ def test_a_killed_replica_leaves_its_run_interrupted(tmp_path: Path) -> None:
                 # The restarted replica serves as before.
                 again = api.run("crashing", key, {"value": "w"}, version="1", **{"async": True})
                 assert again.status_code == 202
+                assert leases(sqlite_url(data_dir)) == {
+                    api.get_run(again.json()["run_id"])["replica"]: ("crashy", pid(restarted))
+                }
             finally:
                 api.close()
         finally:

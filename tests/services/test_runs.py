@@ -1,6 +1,7 @@
 """RunService on SQLite and PostgreSQL: the run row before the first node, node results in
 group commits, the final state before wait() returns, listing, cancelling (here and from
-another replica), recovery of interrupted runs, and a crash mid-run."""
+another replica), recovery of interrupted runs by replica lease, and a crash mid-run. (More
+on leases: test_replicas.py.)"""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
+from datetime import timedelta
 from typing import Any
 
 import pytest
@@ -27,7 +29,7 @@ from dagwright.services.runs import (
     RunService,
     json_value,
 )
-from dagwright.store.models import App, Run, Version, utcnow
+from dagwright.store.models import App, Replica, Run, Version, utcnow
 from support import blocks as test_blocks
 from support.blocks import Greeter
 from support.flows import compiled, edge, node
@@ -93,7 +95,7 @@ def engine(
 def db(engine: Engine) -> Engine:
     """The module's database, emptied for this test."""
     with engine.begin() as conn:
-        for table in ("run_nodes", "runs", "versions", "apps"):
+        for table in ("run_nodes", "runs", "versions", "apps", "replicas"):
             conn.execute(text(f"DELETE FROM {table}"))
     return engine
 
@@ -204,7 +206,7 @@ async def test_row_is_running_before_the_first_node_and_complete_after_wait(
     assert (row.status, row.inputs, row.replica, row.mode) == (
         "running",
         {"n": {"q": [1, 2]}},
-        "r1",
+        service.lease_id,  # the process's lease, not its replica name
         "debug",
     )
     assert row.started_at is not None
@@ -528,17 +530,28 @@ async def test_a_bad_operation_fails_alone_and_the_batch_is_kept(db: Engine) -> 
 # -- recovery ----------------------------------------------------------------------------
 
 
-async def test_recover_interrupted_marks_only_this_replicas_runs(db: Engine) -> None:
+def lease(lease_id: str, age: float, name: str = "r1") -> Replica:
+    """A lease of another process (pid 0: never looked up), last refreshed `age` seconds ago."""
+    beat = utcnow() - timedelta(seconds=age)
+    return Replica(
+        id=lease_id, name=name, pid=0, host="elsewhere", started_at=beat, heartbeat_at=beat
+    )
+
+
+async def test_recover_interrupted_marks_the_runs_of_dead_leases_only(db: Engine) -> None:
     with Session(db) as session:
+        session.add(lease("live", age=1))
+        session.add(lease("stale", age=60))
         for run_id, replica, status in [
-            ("1" * 32, "r1", "running"),
-            ("2" * 32, "r2", "running"),
-            ("3" * 32, "r1", "succeeded"),
-            ("4" * 32, "r1", "queued"),
+            ("1" * 32, "stale", "running"),
+            ("2" * 32, "live", "running"),
+            ("3" * 32, "stale", "succeeded"),
+            ("4" * 32, "gone", "queued"),  # no lease at all (e.g. a run of an older version)
+            ("5" * 32, "live", "queued"),
         ]:
             session.add(Run(id=run_id, replica=replica, status=status, inputs={}))
         session.commit()
-    service = RunService(db, Executor(), "r1")
+    service = RunService(db, Executor(), "r1")  # the same name as the others: no matter
     assert service.recover_interrupted() == 2
     statuses = {r.id: r.status for r in service.list().items}
     assert statuses == {
@@ -546,6 +559,7 @@ async def test_recover_interrupted_marks_only_this_replicas_runs(db: Engine) -> 
         "2" * 32: "running",
         "3" * 32: "succeeded",
         "4" * 32: "interrupted",
+        "5" * 32: "queued",
     }
     record = service.get("1" * 32)
     assert record.error == {
@@ -554,23 +568,30 @@ async def test_recover_interrupted_marks_only_this_replicas_runs(db: Engine) -> 
         "node": None,
     }
     assert record.finished_at is not None
+    with Session(db) as session:  # the stale lease is gone, the live one kept
+        assert session.get(Replica, "stale") is None
+        assert session.get(Replica, "live") is not None
     assert service.recover_interrupted() == 0
 
 
 async def test_a_crash_mid_run_keeps_the_finished_nodes(db: Engine) -> None:
-    crashed = new_service(db, "r1")
+    crashed = new_service(db, "r1", heartbeat=0.1, stale_after=0.5)
     live = await crashed.start(sleeper(30), {"n": 7}, app_id=None, version_id=None)
     deadline = time.monotonic() + 3
     while "c" not in node_rows(db, live.run_id):  # the first node's result is committed
         assert time.monotonic() < deadline, "the first node's result was never written"
         await asyncio.sleep(0.01)
-    crashed.writer.halt()  # the process dies: nothing queued from now on reaches the database
+    # The process dies: nothing queued from now on reaches the database, and its lease (whose
+    # heartbeats go through the writer) is left as it was.
+    crashed.writer.halt()
     live.run.cancel("the loop is gone")  # (only so that this test's loop ends cleanly)
     with pytest.raises(WriterStoppedError):
         await live.wait()
     assert run_row(db, live.run_id).status == "running"  # as a dead process leaves it
 
-    restarted = RunService(db, Executor(), "r1")
+    restarted = RunService(db, Executor(), "r1", heartbeat=0.1, stale_after=0.5)
+    assert restarted.recover_interrupted() == 0  # the lease is still fresh: it may be alive
+    await asyncio.sleep(0.6)
     assert restarted.recover_interrupted() == 1
     record = restarted.get(live.run_id)
     assert record.status == "interrupted"

@@ -16,9 +16,7 @@ import random
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
-
-import openai
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from dagwright.errors import DagwrightError
 from dagwright.llm.providers import ProviderConfig, ProviderSettings
@@ -26,12 +24,17 @@ from dagwright.llm.recording import Recorder
 from dagwright.registry.context import Usage
 from dagwright.secrets import Secrets
 
+if TYPE_CHECKING:
+    import openai
+
+# The openai package takes ~0.5 s to import: it is imported where first needed (the first
+# model call), not when the gateway is built, so a server starts faster.
+
 T = TypeVar("T")
 DeltaFn = Callable[[int, str], None]  # (choice index, text delta)
 
 # Marks the project's scripted server in its answers (system_fingerprint).
 SCRIPTED_FINGERPRINT = "dagwright-scripted"
-_RETRYABLE = (openai.RateLimitError, openai.InternalServerError, openai.APIConnectionError)
 
 
 class LLMError(DagwrightError):
@@ -125,6 +128,8 @@ def _retry_after(exc: openai.APIStatusError) -> float | None:
 
 
 def _provider_message(exc: Exception) -> str:
+    import openai
+
     if isinstance(exc, openai.APIStatusError):
         body = exc.body
         message = body.get("message") if isinstance(body, dict) else None
@@ -184,6 +189,8 @@ class LLMGateway:
         return "not-needed"
 
     def _connection(self, provider: ProviderConfig) -> _Connection:
+        import openai
+
         loop = asyncio.get_running_loop()
         known = self._connections.get(provider.name)
         if known is not None and known.loop is loop:
@@ -226,6 +233,9 @@ class LLMGateway:
         """Run `call` until it succeeds, retrying what may pass on its own; (result, attempts).
         `shown` tells whether a streamed answer has reached the user, which rules out a
         retry that would show it twice."""
+        import openai
+
+        retryable = (openai.RateLimitError, openai.InternalServerError, openai.APIConnectionError)
         connection = self._connection(provider)
         attempt = 0
         while True:
@@ -239,7 +249,7 @@ class LLMGateway:
                         return await call(connection.client), attempt
                     finally:
                         connection.in_flight -= 1
-            except _RETRYABLE as exc:
+            except retryable as exc:
                 if attempt >= provider.max_attempts or shown():
                     raise LLMError(
                         f"provider {provider.name!r} failed after {attempt} attempt(s): "
@@ -259,6 +269,8 @@ class LLMGateway:
     @staticmethod
     def _delay(provider: ProviderConfig, attempt: int, exc: Exception) -> float:
         """Exponential backoff with jitter; at least what Retry-After asks, within backoff_max."""
+        import openai
+
         ceiling = min(provider.backoff_max, provider.backoff_base * 2.0 ** (attempt - 1))
         delay = ceiling / 2 + random.uniform(0, ceiling / 2)
         if isinstance(exc, openai.APIStatusError):

@@ -2,16 +2,22 @@
 
 The crash-safety contract, in the order of the writes:
 
-1. the run row is committed as "running" (with its inputs and replica) before the executor
-   starts, so a run that began always has a row, whatever happens to the process later;
+1. the run row is committed as "running" (with its inputs and the process's replica lease)
+   before the executor starts, so a run that began always has a row, whatever happens to the
+   process later;
 2. node results are written as the nodes settle, in group commits shared with every other
    run (see run_writer.py): a crash keeps what finished before it;
 3. the final state (status, outputs, error, usage, duration) is committed last, and
    `LiveRun.wait()` resolves only after that commit.
 
-A process that dies leaves its runs "running"; at start-up `recover_interrupted()` marks the
-runs of its replica "interrupted". Cancelling works across replicas: any replica sets
-`cancel_requested_at`, and the replica running the run notices within half a second.
+Each process holds a replica lease (services/replicas.py), a fresh id that its runs carry in
+`runs.replica` and a heartbeat that says it is alive. A process that dies leaves its runs
+"running" and its lease unrefreshed; `recover_interrupted()`, run at start-up and then every
+`stale_after` seconds by every process, marks "interrupted" the runs whose lease is missing or
+stale, whichever replica they belonged to, and never those of a live process (several
+processes may share a replica name: `dagwright serve --workers 2`). Cancelling works across
+replicas: any replica sets `cancel_requested_at`, and the process running the run notices
+within half a second.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ import asyncio
 import builtins
 import contextlib
 import logging
+import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -41,6 +48,12 @@ from dagwright.runtime.events import (
 )
 from dagwright.runtime.executor import Executor, Run, resolve_inputs
 from dagwright.runtime.plan import CompiledFlow
+from dagwright.services.replicas import (
+    ACTIVE_STATUSES,
+    HEARTBEAT,
+    STALE_AFTER,
+    ReplicaLease,
+)
 from dagwright.services.run_writer import RUN_NODES, RUNS, RunWriter
 from dagwright.store.models import FINAL_STATUSES, new_id, utcnow
 
@@ -50,12 +63,6 @@ MAX_VALUE_BYTES: Final = 256 * 1024  # a stored value whose JSON is larger keeps
 PREVIEW_BYTES: Final = 2 * 1024
 MAX_PAGE: Final = 200
 CANCEL_POLL_INTERVAL: Final = 0.5  # seconds between looks for cancel requests of other replicas
-ACTIVE_STATUSES: Final = ("queued", "running")
-INTERRUPTED_ERROR: Final = {
-    "code": "interrupted",
-    "message": "the server stopped while the run was in progress",
-    "node": None,
-}
 CANCEL_REASON: Final = "cancelled by request"
 
 T = TypeVar("T")
@@ -255,6 +262,10 @@ class LiveRun:
 
 
 class RunService:
+    """Runs of one server process. `replica` is the configured replica name (for people); the
+    process's lease id, which its runs carry, is `lease_id`. `heartbeat` and `stale_after`
+    (seconds) tune the lease: see services/replicas.py."""
+
     def __init__(
         self,
         engine: Engine,
@@ -263,32 +274,54 @@ class RunService:
         *,
         flush_interval: float = 0.02,
         max_batch: int = 500,
+        heartbeat: float = HEARTBEAT,
+        stale_after: float = STALE_AFTER,
     ) -> None:
+        if stale_after <= heartbeat:
+            raise ValueError("stale_after must be longer than the heartbeat interval")
         self.engine = engine
         self.executor = executor
         self.replica = replica
+        self.stale_after = stale_after
+        self.lease = ReplicaLease(engine, replica, heartbeat=heartbeat)
         self.writer = RunWriter(engine, flush_interval=flush_interval, max_batch=max_batch)
         self._live: dict[str, LiveRun] = {}
         self._recorders: set[asyncio.Task[None]] = set()
         self._poller: asyncio.Task[None] | None = None
+        self._open_lock = threading.Lock()
+        self._opened = False
+
+    @property
+    def lease_id(self) -> str:
+        """This process's replica lease: the `replica` of the runs it records."""
+        return self.lease.id
 
     # -- life cycle -------------------------------------------------------------------------
 
     def start_writer(self) -> None:
-        self.writer.start()
+        """Start the writer thread, take this process's lease and keep it fresh; inside an
+        event loop, also start the poller (cancel requests from other replicas, and the
+        periodic recovery of the runs of dead processes)."""
+        self._open()
+        try:
+            asyncio.get_running_loop()
+        except RuntimeError:
+            return  # the first start() starts the poller
+        self._ensure_poller()
 
     def stop_writer(self) -> None:
-        """Flush what is queued and stop the writer thread (and the cancel poller)."""
+        """Flush what is queued, stop the writer thread (and the poller) and release the
+        lease."""
         poller, self._poller = self._poller, None
         if poller is not None and not poller.done():
             # From any thread; a closed loop (RuntimeError) took the task with it.
             with contextlib.suppress(RuntimeError):
                 poller.get_loop().call_soon_threadsafe(poller.cancel)
-        self.writer.stop()
+        self._shut()
 
     async def close(self, grace: float = 5.0) -> None:
         """Shut down gracefully: cancel the runs still going and record them as cancelled,
-        then flush and stop the writer."""
+        then flush and stop the writer, and release the lease."""
         for live in builtins.list(self._live.values()):
             live.run.cancel("the server is shutting down")
         if self._recorders:
@@ -297,7 +330,35 @@ class RunService:
         if poller is not None:
             poller.cancel()
             await asyncio.gather(poller, return_exceptions=True)
-        await asyncio.to_thread(self.writer.stop)
+        await asyncio.to_thread(self._shut)
+
+    def _open(self) -> None:
+        """Writer, lease and heartbeat: the lease is committed before any run is written."""
+        with self._open_lock:
+            if self._opened:
+                return
+            self.writer.start()
+            self.lease.acquire()
+            # Through the writer: the lease stays fresh exactly as long as runs get recorded.
+            self.lease.start_heartbeat(self.writer.call)
+            self._opened = True
+
+    def _shut(self) -> None:
+        with self._open_lock:
+            self._opened = False
+            self.lease.stop_heartbeat()
+            self.writer.stop()  # what is queued (final states, a last heartbeat) is written
+            try:
+                # After the runs are recorded. A run still unrecorded now (its recording
+                # outlived the grace period) has no live lease: survivors mark it interrupted.
+                self.lease.release()
+            except Exception:  # it goes stale instead
+                log.warning("releasing replica lease %s failed", self.lease.id, exc_info=True)
+
+    async def _ready(self) -> None:
+        if not self._opened:
+            await asyncio.to_thread(self._open)
+        self._ensure_poller()
 
     @property
     def live_runs(self) -> dict[str, LiveRun]:
@@ -335,16 +396,14 @@ class RunService:
             "outputs": None,
             "error": None,
             "usage": None,
-            "replica": self.replica,
+            "replica": self.lease.id,
             "cancel_requested_at": None,
             "created_at": now,
             "started_at": now,
             "finished_at": None,
             "duration": None,
         }
-        if not self.writer.running:
-            self.writer.start()
-        self._ensure_poller()
+        await self._ready()
         try:
             await asyncio.wrap_future(self.writer.insert_run(row))
         except asyncio.CancelledError:
@@ -561,42 +620,50 @@ class RunService:
                 .values(cancel_requested_at=requested)
             )
 
-        await asyncio.wrap_future(self._writer_for_call().call(request))
+        await self._ready()
+        await asyncio.wrap_future(self.writer.call(request))
         record.cancel_requested_at = record.cancel_requested_at or requested
         return record
-
-    def _writer_for_call(self) -> RunWriter:
-        if not self.writer.running:
-            self.writer.start()
-        return self.writer
 
     def _ensure_poller(self) -> None:
         loop = asyncio.get_running_loop()
         poller = self._poller
         if poller is None or poller.done() or poller.get_loop() is not loop:
-            self._poller = loop.create_task(self._poll_cancellations(), name="dagwright-cancels")
+            self._poller = loop.create_task(self._poll(), name="dagwright-run-poller")
 
-    async def _poll_cancellations(self) -> None:
+    async def _poll(self) -> None:
+        """Every CANCEL_POLL_INTERVAL: cancel requests for the runs of this process; every
+        `stale_after` seconds: recover the runs of dead processes."""
+        loop = asyncio.get_running_loop()
+        next_recovery = loop.time() + self.stale_after
         while True:
-            await asyncio.sleep(CANCEL_POLL_INTERVAL)
-            if not self._live:
-                continue  # nothing of ours is running: no query
-            try:
-                requests = await asyncio.to_thread(self._cancel_requests)
-            except Exception:  # the database may be briefly unreachable: try next time
-                log.warning("looking for cancel requests failed", exc_info=True)
-                continue
-            for run_id, requested in requests:
-                live = self._live.get(run_id)
-                if live is not None and live.run.status is None:
-                    live.cancel_requested_at = _aware(requested)
-                    live.run.cancel(CANCEL_REASON)
+            await asyncio.sleep(min(CANCEL_POLL_INTERVAL, self.stale_after))
+            if self._live:  # nothing of ours is running: no query
+                await self._act_on_cancel_requests()
+            if loop.time() >= next_recovery:
+                next_recovery = loop.time() + self.stale_after
+                try:
+                    await asyncio.to_thread(self.recover_interrupted)
+                except Exception:  # the database may be briefly unreachable: next time
+                    log.warning("recovering interrupted runs failed", exc_info=True)
+
+    async def _act_on_cancel_requests(self) -> None:
+        try:
+            requests = await asyncio.to_thread(self._cancel_requests)
+        except Exception:  # the database may be briefly unreachable: try next time
+            log.warning("looking for cancel requests failed", exc_info=True)
+            return
+        for run_id, requested in requests:
+            live = self._live.get(run_id)
+            if live is not None and live.run.status is None:
+                live.cancel_requested_at = _aware(requested)
+                live.run.cancel(CANCEL_REASON)
 
     def _cancel_requests(self) -> builtins.list[tuple[str, datetime]]:
         with self.engine.connect() as conn:
             rows = conn.execute(
                 select(RUNS.c.id, RUNS.c.cancel_requested_at).where(
-                    RUNS.c.replica == self.replica,
+                    RUNS.c.replica == self.lease.id,
                     RUNS.c.status == "running",
                     RUNS.c.cancel_requested_at.is_not(None),
                 )
@@ -606,31 +673,11 @@ class RunService:
     # -- recovery ---------------------------------------------------------------------------
 
     def recover_interrupted(self) -> int:
-        """At start-up: mark this replica's runs left queued or running by a process that
-        stopped as "interrupted". Returns how many."""
-        now = utcnow()
-        with self.engine.begin() as conn:
-            ids = [
-                run_id
-                for (run_id,) in conn.execute(
-                    select(RUNS.c.id).where(
-                        RUNS.c.replica == self.replica, RUNS.c.status.in_(ACTIVE_STATUSES)
-                    )
-                )
-                if run_id not in self._live  # runs of this very process are not interrupted
-            ]
-            for start in range(0, len(ids), 500):  # bounded IN lists
-                conn.execute(
-                    update(RUNS)
-                    .where(
-                        RUNS.c.id.in_(ids[start : start + 500]),
-                        RUNS.c.status.in_(ACTIVE_STATUSES),  # unless it finished meanwhile
-                    )
-                    .values(status="interrupted", finished_at=now, error=dict(INTERRUPTED_ERROR))
-                )
-        if ids:
-            log.warning("marked %d run(s) of replica %r interrupted", len(ids), self.replica)
-        return len(ids)
+        """Mark "interrupted" the runs left queued or running by server processes that
+        stopped: those whose replica lease is missing or stale (see services/replicas.py),
+        whatever their replica; never the runs of this process. Runs at start-up and every
+        `stale_after` seconds; safe while other processes do the same. Returns how many."""
+        return self.lease.recover(self.stale_after)
 
 
 def _finished(record: RunRecord) -> ConflictError:

@@ -11,16 +11,20 @@ database at head.
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from alembic import command
-from alembic.config import Config
 from sqlalchemy import Engine, create_engine, event, text
 from sqlalchemy.engine import Connection
+from sqlalchemy.exc import DBAPIError
 from sqlmodel import Session
+
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 DATABASE_URL_ENV = "DAGWRIGHT_DATABASE_URL"
 DATA_DIR_ENV = "DAGWRIGHT_DATA_DIR"
@@ -92,9 +96,40 @@ def session(engine: Engine) -> Iterator[Session]:
         yield db
 
 
+@cache
+def head_revision() -> str:
+    """The newest migration's revision id, read from the migration files (importing Alembic
+    to ask it takes a quarter of a second, which a server start should not pay)."""
+    revisions: set[str] = set()
+    parents: set[str] = set()
+    for path in (MIGRATIONS / "versions").glob("[0-9]*.py"):
+        source = path.read_text(encoding="utf-8")
+        found = re.search(r'^revision(?:: str)? = "([^"]+)"', source, re.MULTILINE)
+        parent = re.search(r'^down_revision(?:: [^=]+)? = "([^"]+)"', source, re.MULTILINE)
+        if found:
+            revisions.add(found.group(1))
+        if parent:
+            parents.add(parent.group(1))
+    heads = revisions - parents
+    if len(heads) != 1:
+        raise RuntimeError(f"the migrations have {len(heads)} heads: {sorted(heads)}")
+    return heads.pop()
+
+
+def _at_head(engine: Engine) -> bool:
+    try:
+        with engine.connect() as connection:
+            current = connection.execute(text("SELECT version_num FROM alembic_version"))
+            return [row[0] for row in current] == [head_revision()]
+    except DBAPIError:  # a new database: no alembic_version table yet
+        return False
+
+
 def alembic_config(connection: Connection | None = None) -> Config:
     """Alembic's configuration, built in code (no alembic.ini). With a connection, env.py
     migrates through it; without one, env.py opens `database_url()`."""
+    from alembic.config import Config
+
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
     if connection is not None:
@@ -105,6 +140,8 @@ def alembic_config(connection: Connection | None = None) -> Config:
 def migrate(engine: Engine, revision: str = "head") -> None:
     """Bring the database to `revision` (the latest by default). Idempotent, and safe when
     several processes start at once: they take turns, and the later ones find nothing to do."""
+    if revision == "head" and _at_head(engine):
+        return
     if engine.dialect.name == "sqlite":
         _migrate_sqlite(engine, revision)
         return
@@ -114,6 +151,8 @@ def migrate(engine: Engine, revision: str = "head") -> None:
             # migration fails, so a pooled connection never keeps it. PostgreSQL DDL is
             # transactional, so a failed migration leaves nothing half done.
             connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK})
+        from alembic import command
+
         command.upgrade(alembic_config(connection), revision)
         connection.commit()
 
@@ -133,6 +172,8 @@ def _migrate_sqlite(engine: Engine, revision: str) -> None:
             # here, then finds the database at head; a failure leaves nothing half done.
             connection.exec_driver_sql("BEGIN IMMEDIATE")
             try:
+                from alembic import command
+
                 command.upgrade(alembic_config(connection), revision)
                 broken = connection.exec_driver_sql("PRAGMA foreign_key_check").fetchall()
                 if broken:

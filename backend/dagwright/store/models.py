@@ -4,6 +4,8 @@
 - A version keeps the graph (the flow document without editor positions) apart from the
   layout (positions by node id), so moving a node is not a change of the graph.
 - A run is written before it starts; its node results are written as they finish.
+- Every server process holds a replica lease (a `replicas` row it keeps fresh); a run names
+  the lease of the process that runs it, so the runs of a process that died can be closed.
 - API keys are stored as hashes; secrets as ciphertext.
 """
 
@@ -82,7 +84,7 @@ class Run(SQLModel, table=True):
     outputs: dict[str, Any] | None = _json()
     error: dict[str, Any] | None = _json()  # {code, message, node}
     usage: dict[str, Any] | None = _json()  # {prompt_tokens, completion_tokens, cost, calls}
-    replica: str = Field(default="", max_length=64)  # the server process that ran it
+    replica: str = Field(default="", max_length=64)  # the lease id (replicas.id) of its process
     cancel_requested_at: datetime | None = None  # set by any replica; the owner cancels
     created_at: datetime = Field(default_factory=utcnow)
     started_at: datetime | None = None
@@ -106,6 +108,23 @@ class RunNode(SQLModel, table=True):
     started: float | None = None  # seconds since the run started
     duration: float | None = None
     usage: dict[str, Any] | None = _json()
+
+
+class Replica(SQLModel, table=True):
+    """A server process's lease: inserted at start, its heartbeat refreshed every few seconds,
+    deleted at a clean shut-down. A process whose heartbeat is stale is taken for dead."""
+
+    __tablename__ = "replicas"
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=32)  # one per process
+    name: str = Field(max_length=255)  # the configured replica name (DAGWRIGHT_REPLICA)
+    pid: int
+    host: str = Field(max_length=255)
+    # Where `pid` means something: the kernel's boot id and the PID namespace (Linux), so that
+    # a process on another machine or in another container is never looked up by its pid.
+    pid_namespace: str | None = Field(default=None, max_length=128)
+    started_at: datetime = Field(default_factory=utcnow)
+    heartbeat_at: datetime = Field(default_factory=utcnow, index=True)
 
 
 class ApiKey(SQLModel, table=True):
