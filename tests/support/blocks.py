@@ -125,3 +125,24 @@ async def t_metered(ctx: NodeContext, x: Any = None) -> str:
     greeter = ctx.service(Greeter)
     ctx.record_usage(Usage(prompt_tokens=10, completion_tokens=5, cost=0.5, calls=1), model="m")
     return greeter.greeting
+
+
+class Gauge:
+    """Counts the t_gauged nodes running at once, across every run that shares it."""
+
+    def __init__(self) -> None:
+        self.active = 0
+        self.peak = 0
+
+
+@block("t_gauged", category="data_process", description="Counted while it sleeps.")
+async def t_gauged(config: SleepConfig, ctx: NodeContext, x: Any = None) -> Any:
+    """Sleeps config.seconds, counted by the run's Gauge service."""
+    gauge = ctx.service(Gauge)
+    gauge.active += 1
+    gauge.peak = max(gauge.peak, gauge.active)
+    try:
+        await asyncio.sleep(config.seconds)
+    finally:
+        gauge.active -= 1
+    return x

@@ -144,6 +144,7 @@ class Run:
         self._done = self._loop.create_future()
         self._waiter: asyncio.Future[None] | None = None
         self._t0 = time.perf_counter()
+        self._wall0 = time.time()  # the wall-clock moment of t = 0, for RunStarted
         self._task = self._loop.create_task(self._main(), name=f"dagwright-run-{run_id}")
 
     # -- public -------------------------------------------------------------------------
@@ -218,7 +219,7 @@ class Run:
                 0.0,
                 self.plan.name,
                 {self.plan.nodes[i].interface_name or "": v for i, v in self._input_values.items()},
-                time.time(),
+                self._wall0,
             )
         )
         try:
