@@ -60,10 +60,11 @@ def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
     try:
         # WAL lets readers go on while one writer writes; NORMAL is durable at checkpoints and
         # safe from corruption in WAL mode. SQLite leaves foreign keys off unless asked.
+        # The busy timeout first: switching to WAL needs a lock another process may hold.
+        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_MS}")
         cursor.execute("PRAGMA journal_mode=WAL")
         cursor.execute("PRAGMA synchronous=NORMAL")
         cursor.execute("PRAGMA foreign_keys=ON")
-        cursor.execute(f"PRAGMA busy_timeout={SQLITE_BUSY_MS}")
     finally:
         cursor.close()
 
