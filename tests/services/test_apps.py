@@ -17,15 +17,8 @@ from dagwright.services.apps import AppService
 from dagwright.services.keys import KeyService
 from dagwright.store.db import session
 from dagwright.store.models import Run, RunNode
-from support.database import DATABASES, clear, migrated_engine
+from support.database import clear
 from support.flows import edge, flow_doc, node, registry
-
-
-@pytest.fixture(scope="module", params=DATABASES)
-def engine(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Engine]:
-    yield from migrated_engine(request.param, tmp_path_factory)
 
 
 @pytest.fixture

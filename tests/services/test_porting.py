@@ -17,15 +17,8 @@ from dagwright.runtime import FlowInvalidError
 from dagwright.services.apps import AppService
 from dagwright.services.keys import KeyService
 from dagwright.services.porting import export_app, import_app
-from support.database import DATABASES, clear, migrated_engine
+from support.database import clear
 from support.flows import edge, flow_doc, node, registry
-
-
-@pytest.fixture(scope="module", params=DATABASES)
-def engine(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Engine]:
-    yield from migrated_engine(request.param, tmp_path_factory)
 
 
 @pytest.fixture

@@ -11,7 +11,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -24,17 +24,10 @@ from dagwright.services.replicas import REPLICAS, ReplicaLease, pid_alive
 from dagwright.services.run_writer import RUN_NODES, WriterStoppedError
 from dagwright.services.runs import RunService
 from dagwright.store.models import Replica, Run, utcnow
-from support.database import DATABASES, clear, migrated_engine
+from support.database import clear
 from support.flows import compiled, edge, node
 
 FAST: dict[str, Any] = {"heartbeat": 0.1, "stale_after": 0.5}
-
-
-@pytest.fixture(scope="module", params=DATABASES)
-def engine(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Engine]:
-    yield from migrated_engine(request.param, tmp_path_factory)  # the real migrations
 
 
 @pytest.fixture

@@ -19,16 +19,9 @@ from dagwright.services.secret_store import (
     SecretDecryptError,
     master_key_from,
 )
-from support.database import DATABASES, clear, migrated_engine
+from support.database import clear
 
 KEY = Fernet.generate_key()
-
-
-@pytest.fixture(scope="module", params=DATABASES)
-def engine(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[Engine]:
-    yield from migrated_engine(request.param, tmp_path_factory)
 
 
 @pytest.fixture
