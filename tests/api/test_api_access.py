@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from dagwright.api.settings import ServerConfigError, ServerSettings
-from support.server import Api, LiveServer, example, key_headers, live_server, slow_flow
+from support.server import Api, LiveServer, error_of, example, key_headers, live_server, slow_flow
 
 ADMIN = "admin-secret"
 
@@ -36,12 +36,6 @@ def anonymous(server: LiveServer) -> Iterator[Api]:
     client = server.client(None)
     yield client
     client.close()
-
-
-def error_of(response: httpx.Response, status: int) -> dict[str, Any]:
-    assert response.status_code == status, response.text
-    error: dict[str, Any] = response.json()["error"]
-    return error
 
 
 EDITOR_CALLS: list[tuple[str, str, dict[str, Any] | None]] = [

@@ -5,26 +5,10 @@ export/import."""
 from __future__ import annotations
 
 import copy
-from collections.abc import Iterator
-from typing import Any
 
 import pytest
 
-from support.database import DATABASES
-from support.server import Api, LiveServer, edge, example, flow, live_server, node
-
-
-@pytest.fixture(scope="module", params=DATABASES)
-def server(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[LiveServer]:
-    with live_server(request.param, tmp_path_factory.mktemp("apps")) as running:
-        yield running
-
-
-@pytest.fixture
-def api(server: LiveServer) -> Api:
-    return server.api
+from support.server import Api, edge, error_of, example, flow, node
 
 
 def version_count(api: Api, slug: str) -> int:
@@ -32,12 +16,6 @@ def version_count(api: Api, slug: str) -> int:
     assert response.status_code == 200, response.text
     total: int = response.json()["total"]
     return total
-
-
-def error_of(response: Any, status: int) -> dict[str, Any]:
-    assert response.status_code == status, response.text
-    error: dict[str, Any] = response.json()["error"]
-    return error
 
 
 # -- apps -------------------------------------------------------------------------------------

@@ -13,39 +13,18 @@ from typing import Any
 
 import pytest
 
-from support.database import DATABASES
 from support.server import (
     Api,
     LiveServer,
     edge,
+    error_of,
     example,
     flow,
     key_headers,
-    live_server,
     node,
     slow_flow,
     sse_events,
 )
-
-
-@pytest.fixture(scope="module", params=DATABASES)
-def server(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[LiveServer]:
-    with live_server(request.param, tmp_path_factory.mktemp("published")) as running:
-        yield running
-
-
-@pytest.fixture
-def api(server: LiveServer) -> Api:
-    return server.api
-
-
-def error_of(response: Any, status: int) -> dict[str, Any]:
-    assert response.status_code == status, response.text
-    error: dict[str, Any] = response.json()["error"]
-    return error
-
 
 # -- who may call -----------------------------------------------------------------------------
 

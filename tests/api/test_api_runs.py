@@ -6,42 +6,17 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
-from typing import Any
 
-import pytest
-
-from support.database import DATABASES
 from support.server import (
     Api,
     Event,
-    LiveServer,
+    error_of,
     example,
     key_headers,
-    live_server,
     parse_sse,
     slow_flow,
     sse_events,
 )
-
-
-@pytest.fixture(scope="module", params=DATABASES)
-def server(
-    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
-) -> Iterator[LiveServer]:
-    with live_server(request.param, tmp_path_factory.mktemp("runs")) as running:
-        yield running
-
-
-@pytest.fixture
-def api(server: LiveServer) -> Api:
-    return server.api
-
-
-def error_of(response: Any, status: int) -> dict[str, Any]:
-    assert response.status_code == status, response.text
-    error: dict[str, Any] = response.json()["error"]
-    return error
 
 
 def start_async(api: Api, slug: str, key: str, value: str = "v") -> str:

@@ -478,3 +478,10 @@ class ServerProcess:
 
     def api(self, admin_token: str | None = None) -> Api:
         return Api(self.base_url, admin_token)
+
+
+def error_of(response: Any, status: int) -> dict[str, Any]:
+    """The typed error of a response that must have this status."""
+    assert response.status_code == status, response.text
+    error: dict[str, Any] = response.json()["error"]
+    return error
