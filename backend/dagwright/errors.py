@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pydantic import ValidationError
+
 
 class DagwrightError(Exception):
     """Base of every error dagwright raises on purpose."""
@@ -82,3 +84,24 @@ class AuthError(DagwrightError):
         self.status = status
         if code is not None:
             self.code = code
+
+
+def format_location(loc: tuple[int | str, ...]) -> str:
+    """A pydantic error location as a path: ``("rules", 2, "fault")`` -> ``rules[2].fault``."""
+    path = ""
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            path += f".{part}" if path else part
+    return path
+
+
+def describe_validation_error(error: ValidationError) -> str:
+    """Every problem of a validation error as ``path: message``, separated by ``; ``."""
+    problems = []
+    for item in error.errors():
+        message = item["msg"].removeprefix("Value error, ")
+        where = format_location(tuple(item["loc"]))
+        problems.append(f"{where}: {message}" if where else message)
+    return "; ".join(problems)

@@ -20,6 +20,7 @@ from dagwright.errors import (
     InputError,
     NotFoundError,
     UnknownBlockError,
+    describe_validation_error,
 )
 from dagwright.runtime import FlowInvalidError
 from dagwright.secrets import SecretNotFoundError
@@ -87,10 +88,7 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(ValidationError)
     async def invalid_value(request: Request, exc: ValidationError) -> JSONResponse:
         # A body the route parses itself (a block's config, say) that does not fit its model.
-        summary = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or '(value)'}: {e['msg']}" for e in exc.errors()
-        )
-        return error_response(422, "invalid_config", summary)
+        return error_response(422, "invalid_config", describe_validation_error(exc))
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:

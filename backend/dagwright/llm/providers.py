@@ -36,7 +36,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
-from dagwright.errors import DagwrightError
+from dagwright.errors import DagwrightError, describe_validation_error
 
 SETTINGS_ENV = "DAGWRIGHT_SETTINGS"
 DEFAULT_SETTINGS_FILE = "dagwright.toml"
@@ -145,10 +145,7 @@ def load_settings(path: str | Path) -> ProviderSettings:
     try:
         return ProviderSettings.model_validate(data)
     except ValidationError as exc:
-        details = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc']) or '(top)'}: {e['msg']}" for e in exc.errors()
-        )
-        raise SettingsError(f"{path}: {details}") from None
+        raise SettingsError(f"{path}: {describe_validation_error(exc)}") from None
 
 
 def settings_from_environment() -> ProviderSettings:

@@ -13,7 +13,7 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from dagwright.errors import FlowFormatError
+from dagwright.errors import FlowFormatError, describe_validation_error
 
 FORMAT: Final = "dagwright.flow"
 FORMAT_VERSION: Final = 1
@@ -70,13 +70,6 @@ class Flow(_Strict):
         return self.model_dump_json(indent=2, exclude_none=True)
 
 
-def _location(loc: tuple[int | str, ...]) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "(top level)"
-
-
 def parse_flow(data: Any) -> Flow:
     """A Flow from decoded JSON; every problem with the document's shape is listed."""
     if not isinstance(data, dict):
@@ -95,8 +88,7 @@ def parse_flow(data: Any) -> Flow:
     try:
         return Flow.model_validate(data)
     except ValidationError as exc:
-        details = "; ".join(f"{_location(e['loc'])}: {e['msg']}" for e in exc.errors())
-        raise FlowFormatError(f"invalid flow document: {details}") from None
+        raise FlowFormatError(f"invalid flow document: {describe_validation_error(exc)}") from None
 
 
 def loads_flow(text: str, source: str = "flow") -> Flow:

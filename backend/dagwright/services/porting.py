@@ -11,7 +11,7 @@ from typing import Any, Final, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from dagwright.errors import InputError
+from dagwright.errors import InputError, describe_validation_error
 from dagwright.services.apps import AppService, NewVersion
 from dagwright.store.models import App, Version
 
@@ -79,13 +79,6 @@ def export_app(apps: AppService, ref: str) -> dict[str, Any]:
     }
 
 
-def _location(loc: tuple[int | str, ...]) -> str:
-    out = ""
-    for part in loc:
-        out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
-    return out or "(top level)"
-
-
 def _parse(doc: Any) -> _AppDocument:
     if not isinstance(doc, dict):
         raise InputError(f"an app document is a JSON object, not {type(doc).__name__}")
@@ -101,8 +94,7 @@ def _parse(doc: Any) -> _AppDocument:
     try:
         return _AppDocument.model_validate(doc)
     except ValidationError as exc:
-        details = "; ".join(f"{_location(e['loc'])}: {e['msg']}" for e in exc.errors())
-        raise InputError(f"invalid app document: {details}") from None
+        raise InputError(f"invalid app document: {describe_validation_error(exc)}") from None
 
 
 def _new_versions(parsed: _AppDocument) -> tuple[list[NewVersion], int | None]:

@@ -23,6 +23,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from dagwright.errors import describe_validation_error
 from dagwright.llm.scripted.script import (
     Endpoint,
     Reply,
@@ -30,7 +31,6 @@ from dagwright.llm.scripted.script import (
     Rule,
     Script,
     ScriptError,
-    describe_validation_error,
 )
 
 

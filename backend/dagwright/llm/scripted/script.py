@@ -80,7 +80,7 @@ from pydantic import (
     model_validator,
 )
 
-from dagwright.errors import DagwrightError
+from dagwright.errors import DagwrightError, describe_validation_error
 
 Endpoint = Literal["chat", "completions", "embeddings"]
 RuleEndpoint = Literal["chat", "completions", "embeddings", "any"]
@@ -244,27 +244,6 @@ class Script(_Strict):
             if rule.model is not None and not _GLOB_CHARS & set(rule.model)
         ]
         return list(dict.fromkeys([*self.models, *exact]))
-
-
-def format_location(loc: tuple[int | str, ...]) -> str:
-    """A pydantic error location as a path: ``("rules", 2, "fault")`` -> ``rules[2].fault``."""
-    path = ""
-    for part in loc:
-        if isinstance(part, int):
-            path += f"[{part}]"
-        else:
-            path += f".{part}" if path else part
-    return path
-
-
-def describe_validation_error(error: ValidationError) -> str:
-    """Every problem of a validation error as ``path: message``, separated by ``; ``."""
-    problems = []
-    for item in error.errors():
-        message = item["msg"].removeprefix("Value error, ")
-        where = format_location(tuple(item["loc"]))
-        problems.append(f"{where}: {message}" if where else message)
-    return "; ".join(problems)
 
 
 def parse_script(data: Any, source: str = "<script>") -> Script:

@@ -19,6 +19,7 @@ from starlette.datastructures import MutableHeaders
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from dagwright.errors import format_location
 from dagwright.llm.scripted.embedding import hashed_embedding, to_base64
 from dagwright.llm.scripted.script import (
     DEFAULT_REPLY_NAME,
@@ -26,7 +27,6 @@ from dagwright.llm.scripted.script import (
     Endpoint,
     Reply,
     Script,
-    format_location,
 )
 from dagwright.llm.scripted.state import Exchange, ScriptedState, shorten
 from dagwright.llm.scripted.tokens import count_all
