@@ -1,0 +1,1 @@
+"""The embedding service: namespaces of few-shot examples on Qdrant, and the embedders."""
