@@ -11,6 +11,8 @@ from sqlalchemy import Engine
 
 from dagwright.api.auth import RateLimiter
 from dagwright.api.settings import ServerSettings
+from dagwright.embedding.embedders import CachedEmbedder, make_embedder
+from dagwright.embedding.service import ExampleStore
 from dagwright.invocation import AppInvoker
 from dagwright.llm.gateway import LLMGateway
 from dagwright.llm.wiring import model_access
@@ -38,6 +40,7 @@ class Services:
     gateway: LLMGateway
     limiter: RateLimiter
     endpoints: EndpointResolver
+    examples: ExampleStore
 
 
 async def services(request: Request) -> Services:
@@ -60,7 +63,16 @@ async def serving(app: FastAPI, settings: ServerSettings) -> AsyncIterator[None]
         secrets = DatabaseSecrets(engine, master_key_from(settings.data_dir))
         gateway = stack.enter_context(model_access(secrets=secrets))
         stack.push_async_callback(gateway.aclose)
-        blocks_services: dict[type, object] = {Secrets: secrets, LLMGateway: gateway}
+        # Opened on first use: with local Qdrant only one process may hold the folder.
+        examples = ExampleStore.from_environment(
+            settings.data_dir, lambda spec: CachedEmbedder(make_embedder(spec, gateway)), lazy=True
+        )
+        stack.callback(examples.close)
+        blocks_services: dict[type, object] = {
+            Secrets: secrets,
+            LLMGateway: gateway,
+            ExampleStore: examples,
+        }
         executor = Executor(ExecutorOptions(services=blocks_services))
         runs = RunService(engine, executor, settings.replica)
         blocks_services[AppInvoker] = InProcessInvoker(apps, runs, settings.invoke_depth)
@@ -79,5 +91,6 @@ async def serving(app: FastAPI, settings: ServerSettings) -> AsyncIterator[None]
             gateway=gateway,
             limiter=RateLimiter(settings.rate_limit),
             endpoints=EndpointResolver(apps, keys),
+            examples=examples,
         )
         yield

@@ -10,10 +10,13 @@ from contextlib import ExitStack
 from pathlib import Path
 from typing import Any
 
+from dagwright.embedding.embedders import CachedEmbedder, make_embedder
+from dagwright.embedding.service import ExampleStore
 from dagwright.llm.gateway import LLMGateway
 from dagwright.llm.wiring import model_access
 from dagwright.runtime import CompiledFlow, Executor, ExecutorOptions, RunEvent, RunResult
 from dagwright.secrets import EnvSecrets, Secrets
+from dagwright.store.db import data_directory
 
 
 def uses_models(plan: CompiledFlow) -> bool:
@@ -53,5 +56,13 @@ def run_plan(
                 model_access(record=record, replay=replay, secrets=secrets, notice=notice)
             )
             services[LLMGateway] = gateway
+        # Opened only if a block asks for examples (the local folder admits one process).
+        examples = ExampleStore.from_environment(
+            data_directory(create=False),
+            lambda spec: CachedEmbedder(make_embedder(spec, gateway)),
+            lazy=True,
+        )
+        stack.callback(examples.close)
+        services[ExampleStore] = examples
         executor = Executor(ExecutorOptions(node_timeout=node_timeout, services=services))
         return asyncio.run(_execute(executor, plan, inputs, on_event, gateway))

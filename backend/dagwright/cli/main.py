@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 from pydantic_core import to_jsonable_python
 
+from dagwright.cli.examples import examples_app
 from dagwright.cli.execution import run_plan
 from dagwright.cli.inputs import fail, parse_inputs
 from dagwright.cli.mock_llm import mock_llm
@@ -269,3 +270,4 @@ app.command()(serve)
 app.command()(call)
 app.command()(export)
 app.command("import")(import_)
+app.add_typer(examples_app, name="examples", help="Few-shot examples: load, query, list, delete.")

@@ -39,10 +39,12 @@ SQLITE_BUSY_MS = 5000
 SQLITE_MIGRATION_BUSY_MS = 120_000
 
 
-def data_directory() -> Path:
-    """The data directory (DAGWRIGHT_DATA_DIR, else ./data), created if missing."""
+def data_directory(create: bool = True) -> Path:
+    """The data directory (DAGWRIGHT_DATA_DIR, else ./data), created if missing (unless the
+    caller only needs to know where it would be)."""
     path = Path(os.environ.get(DATA_DIR_ENV) or DEFAULT_DATA_DIR)
-    path.mkdir(parents=True, exist_ok=True)
+    if create:
+        path.mkdir(parents=True, exist_ok=True)
     return path
 
 
