@@ -28,6 +28,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/runtime_overhead.py
 	$(BIN)/python benchmarks/llm_throughput.py
 	$(BIN)/python benchmarks/server_throughput.py
+	$(BIN)/python benchmarks/embedding_service.py
 
 clean:
 	rm -rf $(VENV)
