@@ -14,7 +14,7 @@ import jsonschema
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from dagwright.errors import DagwrightError
-from dagwright.llm.gateway import CallResult, ChatRequest, LLMGateway
+from dagwright.llm.gateway import CallResult, ChatRequest, DeltaFn, LLMGateway
 from dagwright.registry import NodeContext, block
 from dagwright.templating import check_template, render, variables_of
 
@@ -134,13 +134,20 @@ def _request(
     )
 
 
-async def _call(ctx: NodeContext, config: ChatConfig, request: ChatRequest) -> CallResult:
-    gateway = ctx.service(LLMGateway)
+def _token_events(ctx: NodeContext, stream: bool) -> DeltaFn | None:
+    """Where a streamed answer's deltas go: `token` events of the node (None: not streamed)."""
+    if not stream:
+        return None
 
-    def stream(index: int, text: str) -> None:
+    def emit(index: int, text: str) -> None:
         ctx.emit("token", choice=index, text=text)
 
-    result = await gateway.chat(config.provider, request, stream if config.stream else None)
+    return emit
+
+
+async def _call(ctx: NodeContext, config: ChatConfig, request: ChatRequest) -> CallResult:
+    gateway = ctx.service(LLMGateway)
+    result = await gateway.chat(config.provider, request, _token_events(ctx, config.stream))
     ctx.record_usage(result.usage, **result.details())
     return result
 
@@ -236,10 +243,6 @@ async def completion(config: CompletionConfig, ctx: NodeContext, **variables: An
     """Sends the rendered prompt to the provider's text-completion endpoint (/v1/completions)
     and returns the continuation. Most chat-only providers lack this endpoint; use `chat`."""
     gateway = ctx.service(LLMGateway)
-
-    def stream(index: int, text: str) -> None:
-        ctx.emit("token", choice=index, text=text)
-
     result = await gateway.complete(
         config.provider,
         render(config.prompt, variables, "prompt"),
@@ -247,7 +250,7 @@ async def completion(config: CompletionConfig, ctx: NodeContext, **variables: An
         temperature=config.temperature,
         max_tokens=config.max_tokens,
         stop=config.stop,
-        on_delta=stream if config.stream else None,
+        on_delta=_token_events(ctx, config.stream),
     )
     ctx.record_usage(result.usage, **result.details())
     return result.choices[0]
