@@ -58,9 +58,9 @@ def cosine(a: Sequence[float], b: Sequence[float]) -> float:
     return dot / math.sqrt(sum(x * x for x in a) * sum(y * y for y in b))
 
 
-@pytest.fixture
-def store(tmp_path: Path) -> Any:
-    opened = ExampleStore.local(tmp_path / "qdrant", Factory())
+@pytest.fixture(params=["edge", "client"])
+def store(tmp_path: Path, request: pytest.FixtureRequest) -> Any:
+    opened = ExampleStore.local(tmp_path / "qdrant", Factory(), engine=request.param)
     opened.create_namespace("qa", "letters:5", ["id"], "question")
     yield opened
     opened.close()
@@ -144,6 +144,29 @@ async def test_filter_and_min_score(store: ExampleStore) -> None:
     assert await store.query("qa", "a", filter={"dataset": "none"}) == []
 
 
+async def test_boolean_filter(store: ExampleStore) -> None:
+    # qdrant-edge 0.9.0 matches True/False as 1/0: the edge facade checks booleans itself.
+    await store.upsert(
+        "qa",
+        [
+            ex(1, "aaab", done=True, level=1),
+            ex(2, "aaaa", done=False, level=1),
+            ex(3, "aabb", done=True, level=0),
+            ex(4, "abbb", done=1),
+        ],
+    )
+    hits = await store.query("qa", "a", k=10, filter={"done": True})
+    assert [h.payload["id"] for h in hits] == [1, 3]
+    hits = await store.query("qa", "a", k=1, filter={"done": True})
+    assert [h.payload["id"] for h in hits] == [1]
+    hits = await store.query("qa", "a", k=10, filter={"done": False})
+    assert [h.payload["id"] for h in hits] == [2]
+    hits = await store.query("qa", "a", k=10, filter={"done": True, "level": 0})
+    assert [h.payload["id"] for h in hits] == [3]
+    hits = await store.query("qa", "a", k=10, filter={"done": True}, min_score=0.8)
+    assert [h.payload["id"] for h in hits] == [1]
+
+
 async def test_unknown_filter_field_and_bad_filter_values(store: ExampleStore) -> None:
     await store.upsert("qa", [ex(1, "a", dataset="sales")])
     with pytest.raises(ExampleInputError) as caught:
@@ -183,14 +206,15 @@ async def test_count_and_list_paging(store: ExampleStore) -> None:
     assert len(seen) == 25
 
 
-async def test_persistence_across_a_restart(tmp_path: Path) -> None:
+@pytest.mark.parametrize("engine", ["edge", "client"])
+async def test_persistence_across_a_restart(tmp_path: Path, engine: str) -> None:
     path = tmp_path / "q"
-    store = ExampleStore.local(path, Factory())
+    store = ExampleStore.local(path, Factory(), engine=engine)
     store.create_namespace("qa", "letters:5", ["id"], "question")
     ids = await store.upsert("qa", [ex(1, "aaab", dataset="sales"), ex(2, "bbbb")])
     store.close()
 
-    reopened = ExampleStore.local(path, Factory())
+    reopened = ExampleStore.local(path, Factory(), engine=engine)
     namespace = reopened.get_namespace("qa")
     assert (namespace.embedder, namespace.dimension) == ("letters:5", 5)
     assert (namespace.key_fields, namespace.text_field) == (["id"], "question")
@@ -201,11 +225,12 @@ async def test_persistence_across_a_restart(tmp_path: Path) -> None:
     reopened.close()
 
 
-def test_one_process_per_folder(tmp_path: Path) -> None:
+@pytest.mark.parametrize("engine", ["edge", "client"])
+def test_one_process_per_folder(tmp_path: Path, engine: str) -> None:
     path = tmp_path / "q"
-    first = ExampleStore.local(path, Factory())
+    first = ExampleStore.local(path, Factory(), engine=engine)
     with pytest.raises(StoreLockedError) as caught:
-        ExampleStore.local(path, Factory())
+        ExampleStore.local(path, Factory(), engine=engine)
     assert str(path) in caught.value.message
     assert "DAGWRIGHT_QDRANT_URL" in caught.value.message
     assert caught.value.code == "example_store_locked"

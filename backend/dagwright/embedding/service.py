@@ -23,7 +23,7 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from qdrant_client import QdrantClient, models
 
@@ -138,6 +138,15 @@ def _collection(name: str) -> str:
     return COLLECTION_PREFIX + name
 
 
+def default_local_engine() -> str:
+    """ "edge" when qdrant-edge-py is installed, else "client"."""
+    try:
+        import qdrant_edge  # noqa: F401
+    except ImportError:
+        return "client"
+    return "edge"
+
+
 class ExampleStore:
     """Namespaces of examples on one Qdrant (local folder or server)."""
 
@@ -168,9 +177,36 @@ class ExampleStore:
             return self._client
 
     @classmethod
-    def local(cls, path: Path, embedders: EmbedderFactory, lazy: bool = False) -> ExampleStore:
+    def local(
+        cls,
+        path: Path,
+        embedders: EmbedderFactory,
+        lazy: bool = False,
+        engine: str | None = None,
+    ) -> ExampleStore:
+        """engine "edge" runs Qdrant Edge (qdrant-edge-py) in-process, "client"
+        qdrant-client's local mode; by default edge when it is installed."""
+        engine = engine or default_local_engine()
+        if engine not in ("edge", "client"):
+            raise ValueError(f"engine must be 'edge' or 'client', not {engine!r}")
+
+        def locked() -> StoreLockedError:
+            return StoreLockedError(
+                f"the example store at {path} is used by another process; local mode "
+                "allows one process per folder — run a Qdrant server and set "
+                "DAGWRIGHT_QDRANT_URL to share it"
+            )
+
         def connect() -> QdrantClient:
             path.mkdir(parents=True, exist_ok=True)
+            if engine == "edge":
+                from dagwright.embedding.edge import EdgeClient, ShardLockedError
+
+                try:
+                    # Duck-typed: the subset of QdrantClient that this class calls.
+                    return cast(QdrantClient, EdgeClient(path))
+                except ShardLockedError:
+                    raise locked() from None
             try:
                 # Our lock serialises access, so SQLite's same-thread check only gets in the
                 # way of asyncio.to_thread.
@@ -178,11 +214,7 @@ class ExampleStore:
             except RuntimeError as exc:
                 if "already accessed" not in str(exc):
                     raise
-                raise StoreLockedError(
-                    f"the example store at {path} is used by another process; local mode "
-                    "allows one process per folder — run a Qdrant server and set "
-                    "DAGWRIGHT_QDRANT_URL to share it"
-                ) from None
+                raise locked() from None
 
         store = cls(connect, embedders)
         if not lazy:
