@@ -16,36 +16,12 @@ from dagwright.runtime import (
     NodeSkipped,
     RunResult,
     compile_flow,
-    parse_flow,
     validate,
 )
+from support.flows import flow_from_tuples
 
 # -- helpers -------------------------------------------------------------------------------
 
-Edge = tuple[str, str] | tuple[str, str, str]
-
-
-def make_flow(nodes: list[tuple[str, str, dict[str, Any]]], edges: list[Edge]) -> Flow:
-    """Nodes as (id, block, config); edges as ("node.port", "node.port"[, branch])."""
-
-    def ref(text: str) -> dict[str, str]:
-        node, port = text.split(".")
-        return {"node": node, "port": port}
-
-    def edge(spec: Edge) -> dict[str, Any]:
-        data: dict[str, Any] = {"source": ref(spec[0]), "target": ref(spec[1])}
-        if len(spec) == 3:
-            data["branch"] = spec[2]
-        return data
-
-    return parse_flow(
-        {
-            "format": "dagwright.flow",
-            "version": 1,
-            "nodes": [{"id": i, "block": b, "config": c} for i, b, c in nodes],
-            "edges": [edge(e) for e in edges],
-        }
-    )
 
 
 async def run_flow(flow: Flow, inputs: dict[str, Any]) -> RunResult:
@@ -229,7 +205,7 @@ def test_compare_spec() -> None:
 
 
 def threshold_flow() -> Flow:
-    return make_flow(
+    return flow_from_tuples(
         [
             ("n", "number_input", {"name": "n"}),
             ("cmp", "compare", {"op": ">", "operand": 10}),
@@ -263,7 +239,7 @@ async def test_compare_routes_false_and_skips_the_true_branch() -> None:
 
 
 async def test_compare_operand_wired_and_branches_merge() -> None:
-    flow = make_flow(
+    flow = flow_from_tuples(
         [
             ("text", "text_input", {"name": "text"}),
             ("word", "text_input", {"name": "word"}),
@@ -290,7 +266,7 @@ async def test_compare_operand_wired_and_branches_merge() -> None:
 
 
 async def test_compare_incomparable_fails_the_run() -> None:
-    flow = make_flow(
+    flow = flow_from_tuples(
         [
             ("t", "text_input", {"name": "t"}),
             ("cmp", "compare", {"op": "<", "operand": 5}),
@@ -309,7 +285,7 @@ async def test_compare_incomparable_fails_the_run() -> None:
 
 
 def test_compare_edges_need_known_branches() -> None:
-    flow = make_flow(
+    flow = flow_from_tuples(
         [
             ("t", "text_input", {"name": "t"}),
             ("cmp", "compare", {"op": "is_empty"}),
@@ -391,7 +367,7 @@ def test_switch_bad_config() -> None:
 
 
 def routing_flow() -> Flow:
-    return make_flow(
+    return flow_from_tuples(
         [
             ("topic", "text_input", {"name": "topic"}),
             ("sw", "switch", {"cases": ["billing", "support"]}),
@@ -429,7 +405,7 @@ async def test_switch_routes_to_default_in_a_flow() -> None:
 
 
 def test_switch_edge_with_unknown_case_is_reported() -> None:
-    flow = make_flow(
+    flow = flow_from_tuples(
         [
             ("topic", "text_input", {"name": "topic"}),
             ("sw", "switch", {"cases": ["billing"]}),
@@ -443,7 +419,7 @@ def test_switch_edge_with_unknown_case_is_reported() -> None:
 
 
 def test_switch_bad_config_reported_by_validate() -> None:
-    flow = make_flow(
+    flow = flow_from_tuples(
         [
             ("topic", "text_input", {"name": "topic"}),
             ("sw", "switch", {"cases": ["default"]}),

@@ -11,27 +11,11 @@ from pydantic import BaseModel, ValidationError
 from dagwright.blocks import data_process as dp
 from dagwright.errors import BlockConfigError
 from dagwright.registry import Registry
-from dagwright.runtime import Executor, Flow, RunResult, compile_flow, parse_flow, validate
+from dagwright.runtime import Executor, Flow, RunResult, compile_flow, validate
 from dagwright.templating import compile_template
+from support.flows import flow_from_tuples
 
 # -- helpers -------------------------------------------------------------------------------
-
-
-def make_flow(nodes: list[tuple[str, str, dict[str, Any]]], edges: list[tuple[str, str]]) -> Flow:
-    """Nodes as (id, block, config); edges as ("node.port", "node.port")."""
-
-    def ref(text: str) -> dict[str, str]:
-        node, port = text.split(".")
-        return {"node": node, "port": port}
-
-    return parse_flow(
-        {
-            "format": "dagwright.flow",
-            "version": 1,
-            "nodes": [{"id": i, "block": b, "config": c} for i, b, c in nodes],
-            "edges": [{"source": ref(s), "target": ref(t)} for s, t in edges],
-        }
-    )
 
 
 async def run_flow(flow: Flow, inputs: dict[str, Any]) -> RunResult:
@@ -123,7 +107,7 @@ def test_template_is_compiled_once() -> None:
 
 
 async def test_template_in_a_flow() -> None:
-    flow = make_flow(
+    flow = flow_from_tuples(
         [
             ("q", "text_input", {"name": "question"}),
             ("lang", "text_input", {"name": "lang"}),
@@ -138,7 +122,7 @@ async def test_template_in_a_flow() -> None:
 
 
 def test_template_parse_error_reported_by_validate() -> None:
-    flow = make_flow(
+    flow = flow_from_tuples(
         [
             ("q", "text_input", {"name": "q"}),
             ("t", "template", {"template": "{{ q "}),
@@ -152,7 +136,7 @@ def test_template_parse_error_reported_by_validate() -> None:
 
 
 def test_template_unwired_variable_reported_by_validate() -> None:
-    flow = make_flow(
+    flow = flow_from_tuples(
         [
             ("q", "text_input", {"name": "q"}),
             ("t", "template", {"template": "{{ q }} {{ other }}"}),
@@ -167,7 +151,7 @@ def test_template_unwired_variable_reported_by_validate() -> None:
 
 
 async def test_template_sandbox_escape_fails_the_run() -> None:
-    flow = make_flow(
+    flow = flow_from_tuples(
         [
             ("q", "text_input", {"name": "q"}),
             ("t", "template", {"template": "{{ q }}{{ cycler.__init__.__globals__ }}"}),
@@ -221,7 +205,7 @@ def test_text_split_bad_config() -> None:
 
 
 async def test_text_split_then_length_in_a_flow() -> None:
-    flow = make_flow(
+    flow = flow_from_tuples(
         [
             ("text", "text_input", {"name": "text"}),
             ("split", "text_split", {"separator": ","}),
@@ -294,7 +278,7 @@ def test_regex_bad_config() -> None:
 
 
 def test_regex_extract_refuses_a_typed_wrong_edge() -> None:
-    flow = make_flow(
+    flow = flow_from_tuples(
         [
             ("n", "number_input", {"name": "n"}),
             ("re", "regex_extract", {"pattern": "a"}),
@@ -343,7 +327,7 @@ def test_json_path_bad_path_is_a_config_error() -> None:
 
 
 async def test_json_path_in_a_flow() -> None:
-    flow = make_flow(
+    flow = flow_from_tuples(
         [
             ("data", "json_input", {"name": "data"}),
             ("sel", "json_path", {"path": "$.items[*].price"}),
@@ -398,7 +382,7 @@ def test_from_json_reports_line_and_column() -> None:
 
 
 async def test_to_json_and_back_in_a_flow() -> None:
-    flow = make_flow(
+    flow = flow_from_tuples(
         [
             ("data", "json_input", {"name": "data"}),
             ("dump", "to_json", {"sort_keys": True}),
@@ -419,7 +403,7 @@ async def test_to_json_and_back_in_a_flow() -> None:
 
 
 async def test_from_json_bad_text_fails_the_run() -> None:
-    flow = make_flow(
+    flow = flow_from_tuples(
         [
             ("t", "text_input", {"name": "t"}),
             ("load", "from_json", {}),
@@ -446,7 +430,7 @@ def test_list_length() -> None:
 
 
 async def test_list_length_refuses_a_non_list_at_run_time() -> None:
-    flow = make_flow(
+    flow = flow_from_tuples(
         [
             ("data", "json_input", {"name": "data"}),
             ("len", "list_length", {}),
@@ -564,7 +548,7 @@ def test_zip_records_ports_follow_fields() -> None:
 
 
 async def test_zip_records_in_a_flow() -> None:
-    flow = make_flow(
+    flow = flow_from_tuples(
         [
             ("names", "list_input", {"name": "names"}),
             ("ages", "list_input", {"name": "ages"}),

@@ -29,10 +29,10 @@ from dagwright.runtime import (
     NodeMessage,
     RunResult,
     compile_flow,
-    parse_flow,
     validate,
 )
 from dagwright.secrets import MappingSecrets, Redactor, Secrets
+from support.flows import flow_from_tuples
 
 SECRET = "tok-Sup3rS3cret-9f8e7d"
 BIG_BYTES = 2_000_000
@@ -161,23 +161,6 @@ def server() -> Iterator[LocalServer]:
 # -- helpers ---------------------------------------------------------------------------------
 
 
-def make_flow(nodes: list[tuple[str, str, dict[str, Any]]], edges: list[tuple[str, str]]) -> Flow:
-    """Nodes as (id, block, config); edges as ("node.port", "node.port")."""
-
-    def ref(text: str) -> dict[str, str]:
-        node, port = text.split(".")
-        return {"node": node, "port": port}
-
-    return parse_flow(
-        {
-            "format": "dagwright.flow",
-            "version": 1,
-            "nodes": [{"id": i, "block": b, "config": c} for i, b, c in nodes],
-            "edges": [{"source": ref(s), "target": ref(t)} for s, t in edges],
-        }
-    )
-
-
 def http_flow(config: dict[str, Any], inputs: dict[str, Any] | None = None) -> Flow:
     """Flow inputs wired into the http node's ports of the same names (text inputs for
     texts, JSON inputs for the rest); its three output ports returned as status, headers
@@ -192,7 +175,7 @@ def http_flow(config: dict[str, Any], inputs: dict[str, Any] | None = None) -> F
     for port in ("status", "headers", "body"):
         nodes.append((f"out_{port}", "output", {"name": port}))
         edges.append((f"http.{port}", f"out_{port}.value"))
-    return make_flow(nodes, edges)
+    return flow_from_tuples(nodes, edges)
 
 
 async def run_flow(
@@ -634,7 +617,7 @@ def test_redact_json_reaches_keys_and_nesting_deeper_than_the_stack() -> None:
 
 
 def now_flow(config: dict[str, Any]) -> Flow:
-    return make_flow(
+    return flow_from_tuples(
         [("now", "now", config), ("out", "output", {"name": "now"})],
         [("now.output", "out.value")],
     )

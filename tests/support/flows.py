@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 from dagwright.registry import Registry
@@ -53,3 +54,16 @@ def compiled(
     nodes: list[dict[str, Any]], edges: list[dict[str, Any]], reg: Registry | None = None
 ) -> CompiledFlow:
     return compile_flow(make_flow(nodes, edges), reg or registry())
+
+
+TupleEdge = tuple[str, str] | tuple[str, str, str]
+
+
+def flow_from_tuples(
+    nodes: list[tuple[str, str, dict[str, Any]]], edges: Sequence[TupleEdge]
+) -> Flow:
+    """Nodes as (id, block, config); edges as ("node.port", "node.port"[, branch])."""
+    return make_flow(
+        [{"id": i, "block": b, "config": c} for i, b, c in nodes],
+        [edge(*spec) for spec in edges],
+    )
