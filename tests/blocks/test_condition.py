@@ -23,7 +23,6 @@ from support.flows import flow_from_tuples
 # -- helpers -------------------------------------------------------------------------------
 
 
-
 async def run_flow(flow: Flow, inputs: dict[str, Any]) -> RunResult:
     plan = compile_flow(flow, Registry.default())
     return await Executor().run(plan, inputs)
