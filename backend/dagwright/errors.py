@@ -86,6 +86,70 @@ class AuthError(DagwrightError):
             self.code = code
 
 
+class DataError(DagwrightError):
+    """Base of the data layer's errors (connectors, the query engine, table tools).
+
+    Each instance may take a more specific code; ``source`` names the data source involved.
+    """
+
+    code = "data_error"
+
+    def __init__(self, message: str, code: str | None = None, source: str | None = None) -> None:
+        super().__init__(message)
+        if code is not None:
+            self.code = code
+        self.source = source
+
+    def to_dict(self) -> dict[str, object]:
+        result = super().to_dict()
+        if self.source is not None:
+            result["source"] = self.source
+        return result
+
+
+class DataSourceError(DataError):
+    """A source cannot answer: unreachable (``source_unreachable``), refused credentials
+    (``source_auth``), a table that vanished (``table_not_found``), a column type the engine
+    cannot map (``type_unmapped``). The HTTP status is 502: the fault is not the caller's."""
+
+    code = "source_error"
+
+
+class SqlRefusedError(DataError):
+    """SQL that is not a single read-only query, or that reaches outside the catalog (400)."""
+
+    code = "sql_refused"
+
+
+class QueryError(DataError):
+    """A query that fails in the engine (``query_failed``, 400), runs past its time
+    (``query_timeout``, 408) or past the memory limit (``query_memory``)."""
+
+    code = "query_failed"
+
+
+class SandboxError(DataError):
+    """Python on tables that fails (``python_failed``, with the traceback), runs past its CPU or
+    wall time (``python_timeout``) or its memory (``python_memory``)."""
+
+    code = "python_failed"
+
+    def __init__(
+        self, message: str, code: str | None = None, traceback: str | None = None, stdout: str = ""
+    ) -> None:
+        super().__init__(message, code)
+        self.traceback = traceback
+        self.stdout = stdout
+
+    def to_dict(self) -> dict[str, object]:
+        result = super().to_dict()
+        if self.traceback:
+            result["traceback"] = self.traceback
+        if self.stdout:
+            result["stdout"] = self.stdout
+        return result
+
+
 def format_location(loc: tuple[int | str, ...]) -> str:
     """A pydantic error location as a path: ``("rules", 2, "fault")`` -> ``rules[2].fault``."""
     path = ""

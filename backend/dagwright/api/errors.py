@@ -16,9 +16,11 @@ from dagwright.errors import (
     BlockConfigError,
     ConflictError,
     DagwrightError,
+    DataSourceError,
     FlowFormatError,
     InputError,
     NotFoundError,
+    QueryError,
     UnknownBlockError,
     describe_validation_error,
 )
@@ -44,12 +46,15 @@ _STATUS: list[tuple[type[DagwrightError], int]] = [
     (SecretNotFoundError, 404),  # deleting a secret that is not set
     (ConflictError, 409),
     (RateLimitedError, 429),
+    (DataSourceError, 502),
 ]
 
 
 def status_of(exc: DagwrightError) -> int:
     if isinstance(exc, AuthError):
         return exc.status
+    if isinstance(exc, QueryError) and exc.code == "query_timeout":
+        return 408
     for kind, status in _STATUS:
         if isinstance(exc, kind):
             return status
