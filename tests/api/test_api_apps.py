@@ -318,6 +318,19 @@ def test_block_registry_and_dynamic_ports(api: Api) -> None:
     assert error_of(bad_config, 422)["code"] == "invalid_config"
 
 
+def test_port_type_compatibility_matrix(api: Api) -> None:
+    body = api.http.get("/api/v1/types").json()
+    matrix = body["compatibility"]
+    registry = api.http.get("/api/v1/blocks").json()["blocks"]
+    port_types = {p["type"] for b in registry for p in (*b["inputs"], *b["outputs"])}
+    assert port_types <= set(body["types"])  # every static port type has a row
+    assert set(matrix) == set(body["types"])
+    assert matrix["str"]["str"] == "yes"
+    assert matrix["str"]["list[str]"] == "no"  # what the editor refuses while dragging
+    assert matrix["Any"]["str"] == "check"  # allowed, checked on the value at run time
+    assert matrix["int"]["float"] in {"yes", "check"}
+
+
 # -- export and import ------------------------------------------------------------------------
 
 

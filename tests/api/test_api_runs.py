@@ -244,3 +244,77 @@ def test_a_client_leaving_a_stream_does_not_stop_the_run(api: Api) -> None:
     record = api.wait_for_run(run_id)
     assert record["status"] == "succeeded"
     assert record["outputs"] == {"value": "quick:left"}
+
+
+# -- re-running from a node -------------------------------------------------------------------
+
+
+def _stamped_flow(template: str) -> dict[str, object]:
+    """now (microseconds, so every real run differs) -> template -> output."""
+    return {
+        "format": "dagwright.flow",
+        "version": 1,
+        "name": "stamped",
+        "nodes": [
+            {"id": "clock", "block": "now", "config": {"format": "%H:%M:%S.%f"}},
+            {"id": "line", "block": "template", "config": {"template": template}},
+            {"id": "out", "block": "output", "config": {"name": "line"}},
+        ],
+        "edges": [
+            {
+                "source": {"node": "clock", "port": "output"},
+                "target": {"node": "line", "port": "t"},
+            },
+            {
+                "source": {"node": "line", "port": "output"},
+                "target": {"node": "out", "port": "value"},
+            },
+        ],
+    }
+
+
+def test_rerun_from_a_node_reuses_the_outputs_before_it(api: Api) -> None:
+    first = api.http.post(
+        "/api/v1/runs/debug", json={"flow": _stamped_flow("at {{ t }}"), "stream": False}
+    ).json()
+    stamp = first["outputs"]["line"].removeprefix("at ")
+    time.sleep(0.01)
+
+    # The template changed on the canvas; the clock is upstream of it, so it is not run again.
+    body = {
+        "flow": _stamped_flow("still {{ t }}"),
+        "reuse": {"run_id": first["run_id"], "from_node": "line"},
+    }
+    with api.http.stream("POST", "/api/v1/runs/debug", json=body) as response:
+        events = sse_events(response)
+    finished = {e.data["node"]: e.data for e in events if e.event == "node_finished"}
+    assert finished["clock"]["reused"] is True
+    assert finished["line"]["reused"] is False
+    assert not [e for e in events if e.event == "node_started" and e.data["node"] == "clock"]
+    assert events[-1].data["outputs"] == {"line": f"still {stamp}"}
+    statuses = {n["node"]: n["status"] for n in api.get_run(events[-1].data["run_id"])["nodes"]}
+    assert statuses == {"clock": "reused", "line": "succeeded", "out": "succeeded"}
+
+    # From the first node nothing is reused: the clock runs again and gives a new time.
+    again = api.http.post(
+        "/api/v1/runs/debug",
+        json={**body, "reuse": {"run_id": first["run_id"], "from_node": "clock"}, "stream": False},
+    ).json()
+    assert again["outputs"]["line"] != f"still {stamp}"
+
+
+def test_rerun_from_an_unknown_node_or_run_is_refused(api: Api) -> None:
+    first = api.http.post(
+        "/api/v1/runs/debug", json={"flow": _stamped_flow("{{ t }}"), "stream": False}
+    ).json()
+    flow = _stamped_flow("{{ t }}")
+    unknown_node = api.http.post(
+        "/api/v1/runs/debug",
+        json={"flow": flow, "reuse": {"run_id": first["run_id"], "from_node": "nope"}},
+    )
+    assert "nope" in error_of(unknown_node, 422)["message"]
+    unknown_run = api.http.post(
+        "/api/v1/runs/debug",
+        json={"flow": flow, "reuse": {"run_id": "missing", "from_node": "line"}},
+    )
+    assert error_of(unknown_run, 404)["code"] == "run_not_found"

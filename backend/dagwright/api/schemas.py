@@ -88,6 +88,11 @@ class RunIn(_In):
     model_config = ConfigDict(extra="forbid", populate_by_name=True)
 
 
+class ReuseIn(_In):
+    run_id: str
+    from_node: str
+
+
 class DebugRunIn(_In):
     """Run a graph that need not be saved (the editor's current canvas)."""
 
@@ -95,6 +100,11 @@ class DebugRunIn(_In):
     inputs: dict[str, Any] = Field(default_factory=dict)
     app: str | None = Field(None, description="Record the run under this app.")
     stream: bool = True
+    reuse: ReuseIn | None = Field(
+        None,
+        description="Re-run from a node: the nodes before it pass on their outputs of an "
+        "earlier run (whose inputs are used unless `inputs` overrides them).",
+    )
 
 
 class KeyCreate(_In):

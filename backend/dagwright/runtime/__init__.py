@@ -20,6 +20,7 @@ from dagwright.runtime.executor import (
     Executor,
     ExecutorOptions,
     NodeTimeoutError,
+    ReusedOutput,
     Run,
     RunResult,
 )
@@ -47,6 +48,7 @@ __all__ = [
     "NodeTrace",
     "PortRef",
     "Problem",
+    "ReusedOutput",
     "Run",
     "RunError",
     "RunEvent",

@@ -52,6 +52,7 @@ class NodeFinished(RunEvent):
     output: Any
     duration: float
     branch: str | None = None  # the branch a condition took
+    reused: bool = False  # taken from an earlier run (a debug re-run from a later node)
 
 
 @dataclass(slots=True)

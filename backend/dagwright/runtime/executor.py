@@ -97,6 +97,14 @@ class ExecutorOptions:
     services: Mapping[type, object] = field(default_factory=dict)
 
 
+@dataclass(frozen=True, slots=True)
+class ReusedOutput:
+    """A node's output taken from an earlier run instead of running the node again."""
+
+    output: Any
+    branch: str | None = None  # for a condition: the branch it took
+
+
 @dataclass(slots=True)
 class RunResult:
     run_id: str
@@ -118,8 +126,10 @@ class Run:
         run_id: str,
         options: ExecutorOptions,
         slots: asyncio.Semaphore | None = None,
+        reuse: Mapping[int, ReusedOutput] | None = None,
     ) -> None:
         self.run_id = run_id
+        self._reuse = reuse or {}
         self._slots = slots
         self.plan = plan
         self.events: list[RunEvent] = []
@@ -309,6 +319,14 @@ class Run:
 
     async def _run_node(self, node: PlanNode) -> None:
         index = node.index
+        reused = self._reuse.get(index)
+        if reused is not None:
+            value = reused.output
+            if node.spec.is_condition and reused.branch is not None:
+                value = Route(reused.branch, value)
+            self._complete(node, value, time.perf_counter(), reused=True)
+            self._spawn(reserve=1)
+            return
         inputs = dict(zip(node.port_names, self._values[index], strict=True))
         kwargs = {**node.static_kwargs, **inputs}
         spec = node.spec
@@ -385,7 +403,7 @@ class Run:
             )
         )
 
-    def _complete(self, node: PlanNode, result: Any, started: float) -> None:
+    def _complete(self, node: PlanNode, result: Any, started: float, reused: bool = False) -> None:
         """Check the output, record it, and pass values (or SKIPPED) down every edge."""
         spec = node.spec
         branch: str | None = None
@@ -407,7 +425,9 @@ class Run:
             return
         now = time.perf_counter()
         self._emit(
-            NodeFinished(self.run_id, now - self._t0, node.id, result, now - started, branch)
+            NodeFinished(
+                self.run_id, now - self._t0, node.id, result, now - started, branch, reused
+            )
         )
         if node.interface_name is not None and spec.role == "flow_output":
             self._outputs[node.interface_name] = result
@@ -503,12 +523,18 @@ class Executor:
         self._slots = asyncio.Semaphore(limit) if limit is not None else None
 
     def start(
-        self, plan: CompiledFlow, inputs: Mapping[str, Any] | None = None, run_id: str | None = None
+        self,
+        plan: CompiledFlow,
+        inputs: Mapping[str, Any] | None = None,
+        run_id: str | None = None,
+        reuse: Mapping[str, ReusedOutput] | None = None,
     ) -> Run:
         """Start a run on the running loop. Raises InputError for unknown or missing inputs
-        before anything runs."""
+        before anything runs. Nodes named in `reuse` (by id) do not run: their given output
+        is passed on as if they had just produced it."""
         values = resolve_inputs(plan, inputs or {})
-        return Run(plan, values, run_id or uuid.uuid4().hex, self.options, self._slots)
+        by_index = {plan.node(node).index: out for node, out in (reuse or {}).items()}
+        return Run(plan, values, run_id or uuid.uuid4().hex, self.options, self._slots, by_index)
 
     async def run(
         self,

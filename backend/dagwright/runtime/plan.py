@@ -69,6 +69,24 @@ class CompiledFlow:
         """Node id -> block name, in the flow's order."""
         return {node.id: node.spec.name for node in self.nodes}
 
+    def node(self, node_id: str) -> PlanNode:
+        """The node with this id; KeyError names it when there is none."""
+        for node in self.nodes:
+            if node.id == node_id:
+                return node
+        raise KeyError(f"the flow has no node {node_id!r}")
+
+    def downstream(self, node_id: str) -> set[str]:
+        """The node and every node reachable from it."""
+        seen = {self.node(node_id).index}
+        work = [self.node(node_id)]
+        while work:
+            for edge in work.pop().out_edges:
+                if edge.target not in seen:
+                    seen.add(edge.target)
+                    work.append(self.nodes[edge.target])
+        return {self.nodes[index].id for index in seen}
+
 
 def _node_timeout(spec: BlockSpec, node_timeout: float | None) -> float | None:
     return node_timeout if node_timeout is not None else spec.timeout

@@ -17,7 +17,7 @@ from dagwright.runtime.events import (
     RunEvent,
 )
 
-NodeStatus = Literal["pending", "running", "succeeded", "skipped", "failed", "cancelled"]
+NodeStatus = Literal["pending", "running", "succeeded", "reused", "skipped", "failed", "cancelled"]
 
 
 @dataclass(slots=True)
@@ -55,7 +55,8 @@ def build_trace(
             trace.inputs, trace.started = event.inputs, event.t
         elif isinstance(event, NodeFinished):
             trace = of(event.node)
-            trace.status, trace.output, trace.branch = "succeeded", event.output, event.branch
+            trace.status = "reused" if event.reused else "succeeded"
+            trace.output, trace.branch = event.output, event.branch
             trace.finished, trace.duration = event.t, event.duration
         elif isinstance(event, NodeSkipped):
             trace = of(event.node)

@@ -35,7 +35,7 @@ from typing import Any, Final, Generic, TypeVar
 from pydantic_core import from_json, to_json, to_jsonable_python
 from sqlalchemy import Connection, Engine, RowMapping, func, select, update
 
-from dagwright.errors import ConflictError, NotFoundError
+from dagwright.errors import ConflictError, InputError, NotFoundError
 from dagwright.registry import Usage
 from dagwright.runtime.events import (
     NodeCancelled,
@@ -46,7 +46,7 @@ from dagwright.runtime.events import (
     NodeStarted,
     RunFinished,
 )
-from dagwright.runtime.executor import Executor, Run, resolve_inputs
+from dagwright.runtime.executor import Executor, ReusedOutput, Run, resolve_inputs
 from dagwright.runtime.plan import CompiledFlow
 from dagwright.services.replicas import (
     ACTIVE_STATUSES,
@@ -77,7 +77,7 @@ class NodeRecord:
 
     node: str
     block: str
-    status: str  # succeeded | skipped | failed | cancelled
+    status: str  # succeeded | reused | skipped | failed | cancelled
     inputs: dict[str, Any] | None = None
     output: Any = None
     branch: str | None = None
@@ -377,9 +377,10 @@ class RunService:
         mode: str = "debug",
         parent_run_id: str | None = None,
         parent_node: str | None = None,
+        reuse: Mapping[str, ReusedOutput] | None = None,
     ) -> LiveRun:
         """Record the run as running, then start it. Raises InputError (nothing recorded) for
-        inputs the flow does not take."""
+        inputs the flow does not take. Nodes in `reuse` pass on the given outputs unrun."""
         values = resolve_inputs(plan, inputs)  # bad inputs are no run: refuse before writing
         nodes = plan.nodes
         now = utcnow()
@@ -413,7 +414,7 @@ class RunService:
             self.writer.finish_run(_final_row(run_id, "cancelled", None, error, None, 0.0))
             raise
         try:
-            run = self.executor.start(plan, inputs, run_id)
+            run = self.executor.start(plan, inputs, run_id, reuse)
         except Exception as exc:
             message = f"the run could not start: {type(exc).__name__}: {exc}"
             error = {"code": "start_failed", "message": message, "node": None}
@@ -458,9 +459,8 @@ class RunService:
                     started[event.node] = (event.block, json_ports(event.inputs), event.t)
                     continue
                 if isinstance(event, NodeFinished):
-                    row = self._node_row(
-                        run_id, event.node, "succeeded", started, usage, event.duration
-                    )
+                    status = "reused" if event.reused else "succeeded"
+                    row = self._node_row(run_id, event.node, status, started, usage, event.duration)
                     row["output"] = json_value(event.output)
                     row["branch"] = event.branch
                 elif isinstance(event, NodeFailed):
@@ -536,6 +536,24 @@ class RunService:
             "duration": duration,
             "usage": _usage_dict(spent) if spent is not None else None,
         }
+
+    def reuse_from(
+        self, plan: CompiledFlow, run_id: str, from_node: str
+    ) -> tuple[dict[str, Any], dict[str, ReusedOutput]]:
+        """For a re-run from `from_node`: the earlier run's inputs, and the outputs of its
+        nodes that are upstream of `from_node` (not it, nor anything after it) and that
+        succeeded there, for the new run to pass on without running them again."""
+        try:
+            rerun = plan.downstream(from_node)
+        except KeyError as exc:
+            raise InputError(f"reuse.from_node: {exc.args[0]}") from None
+        earlier = self.get(run_id)
+        reuse = {
+            node.node: ReusedOutput(node.output, node.branch)
+            for node in earlier.nodes
+            if node.status in ("succeeded", "reused") and node.node not in rerun
+        }
+        return dict(earlier.inputs), reuse
 
     # -- reading ----------------------------------------------------------------------------
 

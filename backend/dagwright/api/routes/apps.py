@@ -19,6 +19,7 @@ from dagwright.api.schemas import (
     VersionOut,
 )
 from dagwright.api.state import Services, services
+from dagwright.registry.types import compatibility, type_name
 from dagwright.runtime import analyse, parse_flow
 from dagwright.services import porting
 
@@ -114,6 +115,29 @@ def validate_flow(body: ValidateIn, s: Deps) -> dict[str, Any]:
 def blocks(s: Deps) -> dict[str, Any]:
     """The block registry with JSON Schema for configs and ports (palette, forms, colours)."""
     return s.registry.to_schema()
+
+
+@router.get("/types")
+def port_types(s: Deps) -> dict[str, Any]:
+    """Every port type of the registry and whether an edge from one to another is allowed:
+    `yes`, `check` (allowed, checked at run time) or `no` (refused at save time) — so the
+    editor can refuse a connection while it is being dragged, by the server's own rules."""
+    types: dict[str, Any] = {}
+    for spec in s.registry:
+        for port in (*spec.inputs.values(), *spec.outputs.values()):
+            types.setdefault(type_name(port.type), port.type)
+        if spec.dynamic_ports is not None:
+            types.setdefault(type_name(spec.dynamic_port_type), spec.dynamic_port_type)
+    names = sorted(types)
+    return {
+        "types": names,
+        "compatibility": {
+            source: {
+                target: compatibility(types[source], types[target]).value for target in names
+            }
+            for source in names
+        },
+    }
 
 
 @router.post("/blocks/{block}/ports")

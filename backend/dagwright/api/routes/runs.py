@@ -27,7 +27,15 @@ async def debug_run(body: DebugRunIn, s: Deps) -> Any:
     app_id = None
     if body.app is not None:
         app_id = (await asyncio.to_thread(s.apps.get_app, body.app)).id
-    live = await s.runs.start(plan, body.inputs, app_id=app_id, version_id=None, mode="debug")
+    inputs, reuse = body.inputs, None
+    if body.reuse is not None:
+        earlier, reuse = await asyncio.to_thread(
+            s.runs.reuse_from, plan, body.reuse.run_id, body.reuse.from_node
+        )
+        inputs = {**earlier, **body.inputs}
+    live = await s.runs.start(
+        plan, inputs, app_id=app_id, version_id=None, mode="debug", reuse=reuse
+    )
     if body.stream:
         return EventSourceResponse(run_events(live))
     return result_body(await live.wait())
