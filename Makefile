@@ -4,7 +4,12 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: run test install bench clean
+FRONTEND_STAMP := frontend/node_modules/.installed
+EDITOR := frontend/dist/index.html
+EDITOR_SOURCES := $(shell find frontend/src -type f 2>/dev/null) frontend/index.html \
+	frontend/vite.config.ts frontend/tsconfig.json frontend/package-lock.json
+
+.PHONY: run test install bench clean chromium
 
 $(STAMP): pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
@@ -12,15 +17,28 @@ $(STAMP): pyproject.toml requirements.lock
 	$(BIN)/pip install --quiet -c requirements.lock -e '.[dev]'
 	touch $(STAMP)
 
-install: $(STAMP)
+# The web editor: npm packages from the lock file, then a production build the server serves.
+$(FRONTEND_STAMP): frontend/package.json frontend/package-lock.json
+	cd frontend && npm ci --no-audit --no-fund
+	touch $@
 
-run: $(STAMP)
+$(EDITOR): $(FRONTEND_STAMP) $(EDITOR_SOURCES)
+	cd frontend && npm run build
+
+# Debian's Chromium for the end-to-end tests (a browser downloaded by a test tool would fail).
+chromium:
+	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
+
+install: $(STAMP) $(EDITOR)
+
+run: $(STAMP) $(EDITOR)
 	$(BIN)/dagwright serve
 
-test: $(STAMP)
+test: $(STAMP) $(EDITOR) chromium
 	$(BIN)/ruff check backend blocks tests benchmarks
 	$(BIN)/ruff format --check backend blocks tests benchmarks
 	$(BIN)/mypy
+	cd frontend && npx tsc -b && npx vitest run
 	$(BIN)/pytest
 
 bench: $(STAMP)
@@ -31,4 +49,4 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/embedding_service.py
 
 clean:
-	rm -rf $(VENV)
+	rm -rf $(VENV) frontend/node_modules frontend/dist

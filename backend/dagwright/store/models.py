@@ -147,3 +147,17 @@ class Secret(SQLModel, table=True):
     ciphertext: str = Field(sa_column=Column(Text, nullable=False))
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
+
+
+class DataSource(SQLModel, table=True):
+    """A registered data source: its connector kind and configuration. Credentials are never
+    here: the configuration names secrets (e.g. `password_secret`), resolved when connecting."""
+
+    __tablename__ = "data_sources"
+
+    name: str = Field(primary_key=True, max_length=64)
+    kind: str = Field(max_length=32)
+    config: dict[str, Any] = Field(sa_column=Column(JSON, nullable=False))
+    description: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
