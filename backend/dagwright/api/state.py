@@ -20,12 +20,14 @@ from dagwright.registry import Registry
 from dagwright.runtime import Executor, ExecutorOptions
 from dagwright.secrets import Secrets
 from dagwright.services.apps import AppService
+from dagwright.services.data_sources import DataSourceService, sources_from_settings_file
 from dagwright.services.endpoints import EndpointResolver
 from dagwright.services.invoke import InProcessInvoker
 from dagwright.services.keys import KeyService
 from dagwright.services.runs import RunService
 from dagwright.services.secret_store import DatabaseSecrets, master_key_from
 from dagwright.store.db import database_url, make_engine, migrate
+from dagwright.tabular import TableAccess
 
 
 @dataclass(slots=True)
@@ -41,6 +43,7 @@ class Services:
     limiter: RateLimiter
     endpoints: EndpointResolver
     examples: ExampleStore
+    data: DataSourceService
 
 
 async def services(request: Request) -> Services:
@@ -68,10 +71,18 @@ async def serving(app: FastAPI, settings: ServerSettings) -> AsyncIterator[None]
             settings.data_dir, lambda spec: CachedEmbedder(make_embedder(spec, gateway)), lazy=True
         )
         stack.callback(examples.close)
+        data = DataSourceService(
+            engine,
+            secrets,
+            file_sources=sources_from_settings_file(),
+            demo_folder=settings.data_dir / "demo",
+        )
+        stack.callback(data.close)
         blocks_services: dict[type, object] = {
             Secrets: secrets,
             LLMGateway: gateway,
             ExampleStore: examples,
+            TableAccess: data,
         }
         executor = Executor(ExecutorOptions(services=blocks_services))
         runs = RunService(engine, executor, settings.replica)
@@ -92,5 +103,6 @@ async def serving(app: FastAPI, settings: ServerSettings) -> AsyncIterator[None]
             limiter=RateLimiter(settings.rate_limit),
             endpoints=EndpointResolver(apps, keys),
             examples=examples,
+            data=data,
         )
         yield

@@ -16,7 +16,9 @@ from dagwright.llm.gateway import LLMGateway
 from dagwright.llm.wiring import model_access
 from dagwright.runtime import CompiledFlow, Executor, ExecutorOptions, RunEvent, RunResult
 from dagwright.secrets import EnvSecrets, Secrets
+from dagwright.services.data_sources import settings_table_access
 from dagwright.store.db import data_directory
+from dagwright.tabular import TableAccess
 
 
 def uses_models(plan: CompiledFlow) -> bool:
@@ -64,5 +66,8 @@ def run_plan(
         )
         stack.callback(examples.close)
         services[ExampleStore] = examples
+        tables = settings_table_access(secrets, data_directory(create=False) / "demo")
+        stack.callback(tables.close)
+        services[TableAccess] = tables
         executor = Executor(ExecutorOptions(node_timeout=node_timeout, services=services))
         return asyncio.run(_execute(executor, plan, inputs, on_event, gateway))

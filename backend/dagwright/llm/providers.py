@@ -142,6 +142,7 @@ def load_settings(path: str | Path) -> ProviderSettings:
         raise SettingsError(f"{path}: cannot read: {exc.strerror}") from None
     except tomllib.TOMLDecodeError as exc:
         raise SettingsError(f"{path}: not valid TOML: {exc}") from None
+    data.pop("sources", None)  # the data sources' tables (services/data_sources.py)
     try:
         return ProviderSettings.model_validate(data)
     except ValidationError as exc:

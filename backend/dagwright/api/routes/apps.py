@@ -132,9 +132,7 @@ def port_types(s: Deps) -> dict[str, Any]:
     return {
         "types": names,
         "compatibility": {
-            source: {
-                target: compatibility(types[source], types[target]).value for target in names
-            }
+            source: {target: compatibility(types[source], types[target]).value for target in names}
             for source in names
         },
     }

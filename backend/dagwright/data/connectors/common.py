@@ -1,0 +1,286 @@
+"""What several connectors share: filters as Arrow expressions or SQL, Python rows as Arrow
+batches, and the SQL databases' key-range split policy and connection pool."""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import threading
+import time
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, Generic, TypeVar, cast
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from dagwright.data.connector import Filter, Split, TableInfo
+from dagwright.errors import DataSourceError
+
+C = TypeVar("C")
+
+# Rows per batch when a connector builds batches from Python rows (SQLite, MySQL).
+BATCH_ROWS = 10_000
+
+COMPARISONS: dict[str, Callable[[pc.Expression, pc.Expression], pc.Expression]] = {
+    "=": pc.equal,
+    "!=": pc.not_equal,
+    "<": pc.less,
+    "<=": pc.less_equal,
+    ">": pc.greater,
+    ">=": pc.greater_equal,
+}
+
+
+def arrow_filter(filters: Sequence[Filter], schema: pa.Schema) -> pc.Expression | None:
+    """The conjunction of ``filters`` as an Arrow expression (None when there are none), with
+    values typed as the columns of ``schema`` so Arrow compares like DuckDB does."""
+    expression: pc.Expression | None = None
+    for item in filters:
+        term = _arrow_term(item, schema.field(item.column).type)
+        expression = term if expression is None else expression & term
+    return expression
+
+
+def _arrow_term(item: Filter, type_: pa.DataType) -> pc.Expression:
+    column = pc.field(item.column)
+    if item.op == "is_null":
+        return column.is_null()
+    if item.op == "not_null":
+        return pc.is_valid(column)
+    if item.op == "in":
+        return column.isin(pa.array(list(item.value), type=type_))
+    # A literal of the column's own type, so Arrow compares as DuckDB does (the stubs only
+    # know Python literals; pc.scalar takes an Arrow scalar too).
+    value = pc.scalar(cast(Any, pa.scalar(item.value, type=type_)))
+    return COMPARISONS[item.op](column, value)
+
+
+def arrow_pushable(item: Filter, type_: pa.DataType) -> bool:
+    """Whether Arrow gives the same answer as DuckDB for this filter. It does except for
+    float NaN, which DuckDB orders above every number and Arrow compares as unordered: a
+    ``>`` or ``>=`` on a float column stays in DuckDB."""
+    return not (pa.types.is_floating(type_) and item.op in (">", ">="))
+
+
+def sql_pushable(item: Filter, type_: pa.DataType) -> bool:
+    """Whether a SQL database gives the same answer as DuckDB for this filter, so it may run
+    at the source. Null tests always do. Text is compared under the database's collation
+    (MySQL's default ignores case, PostgreSQL's may order 'b' before 'B'), so only equality
+    and IN are pushed for text: a case-insensitive match returns more rows, which DuckDB then
+    drops, never fewer. Timestamps (time zones), decimals and 4-byte floats (binding and
+    rounding differ) stay in DuckDB."""
+    if item.op in ("is_null", "not_null"):
+        return True
+    if pa.types.is_string(type_) or pa.types.is_large_string(type_):
+        return item.op in ("=", "in")
+    return (
+        pa.types.is_integer(type_)
+        or pa.types.is_float64(type_)
+        or pa.types.is_boolean(type_)
+        or pa.types.is_date32(type_)
+    )
+
+
+def sql_where(
+    filters: Sequence[Filter], quote: Callable[[str], str], placeholder: Callable[[int], str]
+) -> tuple[str, list[Any]]:
+    """``filters`` as a SQL condition with bound parameters: (condition, parameters). The
+    condition is empty when there are no filters; ``placeholder(n)`` spells the n-th (from 1)
+    parameter in the driver's style."""
+    terms: list[str] = []
+    params: list[Any] = []
+
+    def bind(value: Any) -> str:
+        params.append(value)
+        return placeholder(len(params))
+
+    for item in filters:
+        column = quote(item.column)
+        if item.op == "is_null":
+            terms.append(f"{column} IS NULL")
+        elif item.op == "not_null":
+            terms.append(f"{column} IS NOT NULL")
+        elif item.op == "in":
+            terms.append(f"{column} IN ({', '.join(bind(value) for value in item.value)})")
+        else:
+            terms.append(f"{column} {'<>' if item.op == '!=' else item.op} {bind(item.value)}")
+    return " AND ".join(terms), params
+
+
+def rows_to_batch(
+    rows: Sequence[Sequence[Any]],
+    schema: pa.Schema,
+    converters: Sequence[Callable[[Any], Any] | None],
+    where: Callable[[int], str],
+) -> pa.RecordBatch:
+    """Python rows as one batch of ``schema``. ``converters[i]`` (when not None) turns a
+    non-null value of column i into what Arrow takes for its type. A value that does not fit
+    raises ``DataSourceError(code="bad_value")`` naming the column (``where(i)``)."""
+    arrays = []
+    for index, values in enumerate(zip(*rows, strict=True) if rows else [()] * len(schema)):
+        convert = converters[index]
+        try:
+            if convert is not None:
+                values = tuple(None if value is None else convert(value) for value in values)
+            arrays.append(pa.array(values, type=schema.field(index).type))
+        except (pa.ArrowInvalid, pa.ArrowTypeError, TypeError, ValueError, OverflowError) as exc:
+            sample = next((value for value in values if value is not None), None)
+            raise DataSourceError(
+                f"column {where(index)} holds a value that is not {schema.field(index).type}"
+                f" (e.g. {sample!r}): {exc}",
+                code="bad_value",
+            ) from exc
+    return pa.RecordBatch.from_arrays(arrays, schema=schema)
+
+
+def integer_key(info: TableInfo) -> str | None:
+    """The table's primary key when it is one integer column (splittable by ranges)."""
+    if len(info.primary_key) != 1:
+        return None
+    column = info.column(info.primary_key[0])
+    return column.name if pa.types.is_integer(column.type) else None
+
+
+def split_count(row_estimate: int | None, split_rows: int, max_splits: int) -> int:
+    """How many key-range splits a table of ``row_estimate`` rows gets: one up to
+    ``split_rows`` rows, then one per ``split_rows`` rows, at most ``max_splits``."""
+    if row_estimate is None or row_estimate <= split_rows:
+        return 1
+    return max(1, min(max_splits, math.ceil(row_estimate / split_rows)))
+
+
+def key_ranges(low: int, high: int, parts: int) -> list[tuple[int | None, int | None]]:
+    """``parts`` half-open ranges [lo, hi) covering low..high. The first has no lower and the
+    last no upper bound, so rows inserted outside low..high after the bounds were read are
+    still read by exactly one split."""
+    step = max(1, math.ceil((high - low + 1) / parts))
+    bounds = [low + step * index for index in range(1, parts) if low + step * index <= high]
+    edges: list[int | None] = [None, *bounds, None]
+    return [(edges[index], edges[index + 1]) for index in range(len(edges) - 1)]
+
+
+def plan_ranges(
+    info: TableInfo,
+    split_rows: int,
+    max_splits: int,
+    bounds: Callable[[str], tuple[int | None, int | None]],
+) -> tuple[str | None, list[tuple[int | None, int | None]]]:
+    """The split key and key ranges of a table: one unbounded range unless the table is
+    estimated larger than ``split_rows`` and has an integer primary key, whose min and max
+    ``bounds(key)`` reads."""
+    key = integer_key(info)
+    parts = split_count(info.row_estimate, split_rows, max_splits)
+    if key is None or parts == 1:
+        return None, [(None, None)]
+    low, high = bounds(key)
+    if low is None or high is None:
+        return None, [(None, None)]  # an empty table
+    return key, key_ranges(low, high, parts)
+
+
+def sql_splits(
+    info: TableInfo,
+    columns: Sequence[str],
+    filters: Sequence[Filter],
+    ranges: tuple[str | None, list[tuple[int | None, int | None]]],
+    select: str,
+    quote: Callable[[str], str],
+    placeholder: Callable[[int], str],
+    **extra: Any,
+) -> list[Split]:
+    """One split per key range, each with the statement that reads it: ``select`` (the
+    "SELECT ... FROM ..." part) with ``filters`` and the range as bound parameters. The
+    split's detail holds the statement, its parameters, the Arrow schema to deliver and
+    ``extra``."""
+    key, bounds = ranges
+    schema = pa.schema([(name, info.column(name).type) for name in columns])
+    splits = []
+    for index, (low, high) in enumerate(bounds):
+        where, params = sql_where(filters, quote, placeholder)
+        terms = [where] if where else []
+        for bound, op in ((low, ">="), (high, "<")):
+            if bound is not None and key is not None:
+                params.append(bound)
+                terms.append(f"{quote(key)} {op} {placeholder(len(params))}")
+        query = select + (f" WHERE {' AND '.join(terms)}" if terms else "")
+        detail = {
+            "query": query,
+            "params": tuple(params),
+            "range": (key, low, high),
+            "schema": schema,
+            **extra,
+        }
+        splits.append(
+            Split(
+                info.schema, info.name, tuple(columns), tuple(filters), index, len(bounds), detail
+            )
+        )
+    return splits
+
+
+class ConnectionPool(Generic[C]):
+    """Idle connections kept for reuse: opening one costs tens of milliseconds (TCP,
+    authentication, and for ADBC the driver's type catalogue), more than a small query.
+    Each connection serves one thread at a time; one whose use raised, or was left in the
+    middle of a read (a generator closed early), is closed rather than reused, and so is one
+    idle for longer than ``max_idle_s``."""
+
+    def __init__(
+        self,
+        connect: Callable[[], C],
+        close: Callable[[C], None],
+        size: int = 4,
+        max_idle_s: float = 60.0,
+    ) -> None:
+        self._connect = connect
+        self._close = close
+        self._size = size
+        self._max_idle_s = max_idle_s
+        self._lock = threading.Lock()
+        self._idle: list[tuple[float, C]] = []
+
+    @contextmanager
+    def connection(self) -> Iterator[C]:
+        connection = self._take()
+        reusable = False
+        try:
+            yield connection
+            reusable = True
+        finally:
+            if reusable:
+                self._give(connection)
+            else:
+                self._discard(connection)
+
+    def close(self) -> None:
+        with self._lock:
+            idle, self._idle = self._idle, []
+        for _since, connection in idle:
+            self._discard(connection)
+
+    def _take(self) -> C:
+        now = time.monotonic()
+        stale = []
+        found: C | None = None
+        with self._lock:
+            while self._idle:
+                since, connection = self._idle.pop()
+                if now - since <= self._max_idle_s:
+                    found = connection
+                    break
+                stale.append(connection)
+        for connection in stale:
+            self._discard(connection)
+        return found if found is not None else self._connect()
+
+    def _give(self, connection: C) -> None:
+        with self._lock:
+            if len(self._idle) < self._size:
+                self._idle.append((time.monotonic(), connection))
+                return
+        self._discard(connection)
+
+    def _discard(self, connection: C) -> None:
+        with contextlib.suppress(Exception):  # closing a broken connection may fail too
+            self._close(connection)

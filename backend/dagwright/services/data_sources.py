@@ -1,0 +1,231 @@
+"""The data source registry: sources from the settings file (`[sources.<name>]` in
+dagwright.toml), the built-in demo sources, and sources added through the API (stored in the
+`data_sources` table), all registered in one catalog behind one query engine.
+
+Credentials never enter the registry: a configuration names secrets (`password_secret`,
+`header_secrets`...), read from the secret store when the connector is created.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Literal
+
+from sqlalchemy import Engine
+from sqlmodel import select
+
+from dagwright.errors import ConflictError, DataError, NotFoundError
+from dagwright.llm.providers import DEFAULT_SETTINGS_FILE, SETTINGS_ENV
+from dagwright.secrets import Secrets
+from dagwright.store.db import session
+from dagwright.store.models import DataSource, utcnow
+from dagwright.tabular import TableAccess
+
+if TYPE_CHECKING:
+    from dagwright.data import QueryEngine, QueryLimits
+
+# The data layer (DuckDB, Arrow) is imported on first use: a server start does not pay for it.
+
+Origin = Literal["file", "demo", "api"]
+DEMO_ENV = "DAGWRIGHT_DEMO_SOURCES"  # "0" leaves the Figure 1 demo sources out
+
+
+@dataclass(frozen=True, slots=True)
+class SourceEntry:
+    name: str
+    kind: str
+    config: dict[str, Any]  # without `kind`; names secrets, never holds them
+    description: str
+    origin: Origin
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "kind": self.kind,
+            "config": self.config,
+            "description": self.description,
+            "origin": self.origin,
+            "editable": self.origin == "api",
+        }
+
+
+def sources_from_settings_file(path: Path | None = None) -> dict[str, dict[str, Any]]:
+    """The `[sources.<name>]` tables of the settings file (DAGWRIGHT_SETTINGS, else
+    ./dagwright.toml when present); none without a file."""
+    if path is None:
+        named = os.environ.get(SETTINGS_ENV)
+        path = Path(named) if named else Path(DEFAULT_SETTINGS_FILE)
+        if not named and not path.is_file():
+            return {}
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, tomllib.TOMLDecodeError) as exc:
+        raise DataError(f"{path}: cannot read the sources: {exc}", code="source_config") from None
+    sources = data.get("sources", {})
+    if not isinstance(sources, dict) or not all(isinstance(v, dict) for v in sources.values()):
+        raise DataError(f"{path}: [sources.<name>] must be tables", code="source_config")
+    return sources
+
+
+def demo_sources(folder: Path) -> dict[str, dict[str, Any]]:
+    """The paper's Figure 1 split across two systems: `hr` (SQLite: employee, department)
+    and `payroll` (a CSV file: salary), built in `folder` once (atomically: several server
+    processes may start together)."""
+    database, csv = folder / "figure1.sqlite", folder / "salary.csv"
+    if not (database.is_file() and csv.is_file()):
+        from dagwright.data.demo import load_figure1
+
+        folder.mkdir(parents=True, exist_ok=True)
+        with tempfile.TemporaryDirectory(dir=folder) as staging:
+            built = load_figure1(staging)
+            os.replace(built["csv"], csv)
+            os.replace(built["sqlite"], database)
+    return {
+        "hr": {"kind": "sqlite", "path": str(database)},
+        "payroll": {"kind": "files", "path": str(csv)},
+    }
+
+
+def fixed_sources(
+    file_sources: Mapping[str, Mapping[str, Any]], demo_folder: Path | None
+) -> dict[str, SourceEntry]:
+    """The sources that are not stored: the demo's (unless DAGWRIGHT_DEMO_SOURCES=0) and the
+    settings file's (which win over the demo's on a shared name)."""
+    entries: dict[str, SourceEntry] = {}
+    if demo_folder is not None and os.environ.get(DEMO_ENV, "1") != "0":
+        for name, settings in demo_sources(demo_folder).items():
+            entries[name] = _entry(name, settings, "Figure 1 of the AutoTQA paper", "demo")
+    for name, given in file_sources.items():
+        entries[name] = _entry(name, given, str(given.get("description", "")), "file")
+    return entries
+
+
+def engine_over(
+    entries: Mapping[str, SourceEntry], secrets: Secrets, limits: QueryLimits | None = None
+) -> QueryEngine:
+    """A query engine over these sources."""
+    from dagwright.data import Catalog, QueryEngine, QueryLimits
+
+    config = {name: {**e.config, "kind": e.kind} for name, e in entries.items()}
+    return QueryEngine(Catalog.from_config(config, secrets), limits or QueryLimits())
+
+
+def settings_table_access(secrets: Secrets, demo_folder: Path | None) -> TableAccess:
+    """Table access for a process without the database (the command line): the settings
+    file's sources and the demo's."""
+    return TableAccess(
+        lambda: engine_over(fixed_sources(sources_from_settings_file(), demo_folder), secrets)
+    )
+
+
+class DataSourceService(TableAccess):
+    """The registry and the engine over it (`engine()`), built on first use and kept in step
+    with changes made through this service."""
+
+    def __init__(
+        self,
+        engine: Engine,
+        secrets: Secrets,
+        *,
+        file_sources: Mapping[str, Mapping[str, Any]] | None = None,
+        demo_folder: Path | None = None,
+        limits: QueryLimits | None = None,
+    ) -> None:
+        self._db = engine
+        self._secrets = secrets
+        self._file_sources = {name: dict(s) for name, s in (file_sources or {}).items()}
+        self._demo_folder = demo_folder
+        self._limits = limits
+        super().__init__(self._build_engine)
+
+    # -- the registry ----------------------------------------------------------------------
+
+    def _fixed(self) -> dict[str, SourceEntry]:
+        return fixed_sources(self._file_sources, self._demo_folder)
+
+    def list(self) -> list[SourceEntry]:
+        entries = self._fixed()
+        with session(self._db) as db:
+            for row in db.exec(select(DataSource).order_by(DataSource.name)):
+                entries.setdefault(
+                    row.name, SourceEntry(row.name, row.kind, row.config, row.description, "api")
+                )
+        return sorted(entries.values(), key=lambda entry: entry.name)
+
+    def get(self, name: str) -> SourceEntry:
+        for entry in self.list():
+            if entry.name == name:
+                return entry
+        raise NotFoundError(f"no data source {name!r}", "source_not_found")
+
+    def put(
+        self, name: str, kind: str, config: Mapping[str, Any], description: str = ""
+    ) -> SourceEntry:
+        """Adds or replaces an API source. The connector is created first (so a bad
+        configuration is refused and nothing is stored) but not connected: `check` does."""
+        if name in self._fixed():
+            raise ConflictError(
+                f"data source {name!r} comes from the settings file or the demo; change it there",
+                "source_not_editable",
+            )
+        from dagwright.data import create_connector
+
+        settings = {**config, "kind": kind}
+        connector = create_connector(name, settings, self._secrets)
+        with session(self._db) as db:
+            row = db.get(DataSource, name)
+            if row is None:
+                row = DataSource(name=name, kind=kind, config=dict(config), description=description)
+            else:
+                row.kind, row.config, row.description = kind, dict(config), description
+                row.updated_at = utcnow()
+            db.add(row)
+            db.commit()
+        opened = self._opened()
+        if opened is not None:
+            opened.catalog.replace(name, connector)
+        else:
+            connector.close()
+        return SourceEntry(name, kind, dict(config), description, "api")
+
+    def delete(self, name: str) -> None:
+        if name in self._fixed():
+            raise ConflictError(
+                f"data source {name!r} comes from the settings file or the demo; remove it there",
+                "source_not_editable",
+            )
+        with session(self._db) as db:
+            row = db.get(DataSource, name)
+            if row is None:
+                raise NotFoundError(f"no data source {name!r}", "source_not_found")
+            db.delete(row)
+            db.commit()
+        opened = self._opened()
+        if opened is not None:
+            opened.catalog.remove(name)
+
+    # -- the engine ------------------------------------------------------------------------
+
+    def _build_engine(self) -> QueryEngine:
+        return engine_over({e.name: e for e in self.list()}, self._secrets, self._limits)
+
+    def _opened(self) -> QueryEngine | None:
+        with self._lock:
+            return self._engine
+
+    def check(self, name: str) -> dict[str, Any]:
+        """Connects to a source and lists its tables: what a user runs after adding one."""
+        self.get(name)
+        catalog = self.engine().catalog
+        catalog.refresh(name)
+        return {"name": name, "tables": [str(ref) for ref in catalog.table_refs(name)]}
+
+
+def _entry(name: str, settings: Mapping[str, Any], description: str, origin: Origin) -> SourceEntry:
+    config = {k: v for k, v in settings.items() if k not in ("kind", "description")}
+    return SourceEntry(name, str(settings.get("kind", "")), config, description, origin)
