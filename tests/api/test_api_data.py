@@ -45,8 +45,10 @@ def query(api: Api, sql: str, **options: Any) -> Any:
 
 def test_demo_sources_answer_the_figure_1_question(api: Api) -> None:
     sources = {s["name"]: s for s in api.http.get("/api/v1/sources").json()}
-    assert sources["hr"]["kind"] == "sqlite" and sources["hr"]["origin"] == "demo"
-    assert sources["payroll"]["kind"] == "files" and not sources["payroll"]["editable"]
+    assert sources["hr"]["kind"] == "sqlite"
+    assert sources["hr"]["origin"] == "demo"
+    assert sources["payroll"]["kind"] == "files"
+    assert not sources["payroll"]["editable"]
     tables = api.http.get("/api/v1/tables").json()
     assert {"hr.main.Employee", "hr.main.Department", "payroll.main.salary"} <= set(tables)
 

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 import typer
 from pydantic_core import to_jsonable_python
 
+from dagwright.cli.data import data_app
 from dagwright.cli.examples import examples_app
 from dagwright.cli.execution import run_plan
 from dagwright.cli.inputs import fail, parse_inputs
@@ -271,3 +272,4 @@ app.command()(call)
 app.command()(export)
 app.command("import")(import_)
 app.add_typer(examples_app, name="examples", help="Few-shot examples: load, query, list, delete.")
+app.add_typer(data_app, name="data", help="Data sources, tables, SQL across them, demo data.")

@@ -1,0 +1,205 @@
+"""`dagwright data`: the data sources the server sees (settings file, demo, added through the
+API), their tables, read-only SQL across them, and loading the demo datasets."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+import typer
+
+from dagwright.errors import DagwrightError
+
+if TYPE_CHECKING:
+    from dagwright.services.data_sources import DataSourceService
+
+data_app = typer.Typer(help="Data sources, tables and SQL across them.", no_args_is_help=True)
+
+
+def _service() -> DataSourceService:
+    """The registry as the server has it: same database, same secret store."""
+    from dagwright.services.data_sources import DataSourceService, sources_from_settings_file
+    from dagwright.services.secret_store import DatabaseSecrets, master_key_from
+    from dagwright.store.db import data_directory, database_url, make_engine, migrate
+
+    folder = data_directory()
+    engine = make_engine(os.environ.get("DAGWRIGHT_DATABASE_URL") or database_url(folder))
+    migrate(engine)
+    secrets = DatabaseSecrets(engine, master_key_from(folder))
+    return DataSourceService(
+        engine, secrets, file_sources=sources_from_settings_file(), demo_folder=folder / "demo"
+    )
+
+
+def _fail(exc: DagwrightError) -> typer.Exit:
+    typer.echo(f"error [{exc.code}]: {exc.message}", err=True)
+    return typer.Exit(2)
+
+
+@data_app.command("sources")
+def sources() -> None:
+    """List the data sources (name, kind, where it is defined)."""
+    try:
+        for entry in _service().list():
+            described = f"  {entry.description}" if entry.description else ""
+            typer.echo(f"{entry.name:<16} {entry.kind:<10} {entry.origin:<5}{described}")
+    except DagwrightError as exc:
+        raise _fail(exc) from None
+
+
+@data_app.command("add")
+def add(
+    name: Annotated[str, typer.Argument(help="The source's name in SQL (source.schema.table).")],
+    kind: Annotated[str, typer.Argument(help="sqlite, files, postgres, mysql, http_json...")],
+    config: Annotated[
+        str, typer.Option(help='The settings as JSON, e.g. \'{"url": "postgresql://..."}\'')
+    ] = "{}",
+    description: Annotated[str, typer.Option(help="What the source holds.")] = "",
+) -> None:
+    """Add (or replace) a source, then connect to it and list its tables."""
+    try:
+        settings = json.loads(config)
+    except json.JSONDecodeError as exc:
+        typer.echo(f"error: --config is not JSON: {exc}", err=True)
+        raise typer.Exit(2) from None
+    service = _service()
+    try:
+        service.put(name, kind, settings, description)
+        for table in service.check(name)["tables"]:
+            typer.echo(table)
+    except DagwrightError as exc:
+        raise _fail(exc) from None
+    finally:
+        service.close()
+
+
+@data_app.command("remove")
+def remove(name: Annotated[str, typer.Argument(help="The source to remove.")]) -> None:
+    """Remove a source added through the API or `data add`."""
+    try:
+        _service().delete(name)
+    except DagwrightError as exc:
+        raise _fail(exc) from None
+    typer.echo(f"removed {name}")
+
+
+@data_app.command("tables")
+def tables() -> None:
+    """Every table of every source, as SQL names it."""
+    service = _service()
+    try:
+        for ref in service.engine().tables():
+            typer.echo(str(ref))
+    except DagwrightError as exc:
+        raise _fail(exc) from None
+    finally:
+        service.close()
+
+
+@data_app.command("describe")
+def describe(
+    table: Annotated[str, typer.Argument(help="source.schema.table (or source.table)")],
+    sample: Annotated[int, typer.Option(help="Rows read for value examples.")] = 20,
+) -> None:
+    """A table in MAC-SQL's format: columns, comments, value examples, foreign keys."""
+    from dagwright.data.serialize import mac_sql_schema
+
+    service = _service()
+    try:
+        engine = service.engine()
+        name = str(engine.catalog.resolve(table.split(".")))
+        samples = {name: engine.sample(name, sample).table} if sample else None
+        typer.echo(mac_sql_schema([engine.table_info(name)], samples, names=[name]))
+    except DagwrightError as exc:
+        raise _fail(exc) from None
+    finally:
+        service.close()
+
+
+@data_app.command("query")
+def query(
+    sql: Annotated[str, typer.Argument(help="One read-only SELECT or WITH query.")],
+    max_rows: Annotated[int, typer.Option(help="Rows shown at most.")] = 100,
+    timeout: Annotated[float, typer.Option(help="Seconds before the query is stopped.")] = 30,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the rows as JSON.")] = False,
+) -> None:
+    """Run SQL across the sources; prints the rows (a table, or JSON) and what was read."""
+    from dagwright.data.serialize import pipe_table
+
+    service = _service()
+    try:
+        result = service.engine().query(sql, max_rows=max_rows, timeout_s=timeout)
+    except DagwrightError as exc:
+        raise _fail(exc) from None
+    finally:
+        service.close()
+    if as_json:
+        typer.echo(json.dumps(result.records(), ensure_ascii=False, indent=2))
+    else:
+        typer.echo(pipe_table(result.table, max_rows=max_rows))
+    more = " (truncated: more rows exist)" if result.truncated else ""
+    typer.echo(f"{result.table.num_rows} rows in {result.duration_s * 1e3:.0f} ms{more}", err=True)
+    for read in result.reads:
+        pushed = f" where {' and '.join(read.filters)}" if read.filters else ""
+        typer.echo(
+            f"  read {read.source}.{read.schema}.{read.table}: {', '.join(read.columns)}"
+            f"{pushed} -> {read.rows} rows",
+            err=True,
+        )
+
+
+@data_app.command("demo-load")
+def demo_load(
+    pg_url: Annotated[str, typer.Option(help="PostgreSQL for tenants and daily_billing.")] = (
+        "postgresql://postgres@127.0.0.1:5432/test"
+    ),
+    pg_schema: Annotated[str, typer.Option(help="Schema created for them.")] = "billing",
+    mysql_url: Annotated[str, typer.Option(help="MySQL/MariaDB for clusters.")] = (
+        "mysql://root@127.0.0.1:3306"
+    ),
+    mysql_database: Annotated[str, typer.Option(help="Database created for it.")] = "billing",
+    parquet: Annotated[Path, typer.Option(help="Folder for operations_events.parquet.")] = Path(
+        "data/billing"
+    ),
+    rows: Annotated[int, typer.Option(help="Rows of daily_billing.")] = 100_000,
+    register: Annotated[bool, typer.Option(help="Register the three as sources.")] = True,
+) -> None:
+    """Generate the cloud-billing demo (tenants, clusters, daily billing, operations events)
+    across PostgreSQL, MariaDB and Parquet, and register them as sources billing_pg,
+    billing_my and billing_files."""
+    from urllib.parse import urlsplit
+
+    from dagwright.data.demo import generate_billing, load_billing
+
+    parts = urlsplit(mysql_url)
+    mysql_params: dict[str, Any] = {
+        "host": parts.hostname or "127.0.0.1",
+        "port": parts.port or 3306,
+        "user": parts.username or "root",
+        "password": parts.password or "",
+    }
+    try:
+        tables = generate_billing(rows)
+        placed = load_billing(
+            tables, pg_url, pg_schema, mysql_params, mysql_database, parquet.resolve()
+        )
+    except DagwrightError as exc:
+        raise _fail(exc) from None
+    for table, where in placed.items():
+        typer.echo(f"{table:<18} -> {where}")
+    if not register:
+        return
+    host = f"{parts.hostname or '127.0.0.1'}:{parts.port or 3306}"
+    service = _service()
+    try:
+        service.put("billing_pg", "postgres", {"url": pg_url, "schemas": [pg_schema]})
+        user = parts.username or "root"
+        service.put("billing_my", "mysql", {"url": f"mysql://{user}@{host}/{mysql_database}"})
+        service.put("billing_files", "files", {"path": str(parquet.resolve())})
+    except DagwrightError as exc:
+        raise _fail(exc) from None
+    finally:
+        service.close()
+    typer.echo("registered billing_pg, billing_my, billing_files")
