@@ -47,6 +47,7 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/llm_throughput.py
 	$(BIN)/python benchmarks/server_throughput.py
 	$(BIN)/python benchmarks/embedding_service.py
+	$(BIN)/python benchmarks/data_federation.py
 
 clean:
 	rm -rf $(VENV) frontend/node_modules frontend/dist
