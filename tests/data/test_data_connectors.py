@@ -427,6 +427,21 @@ def test_postgres_splits_a_large_table_into_key_ranges(
     assert sorted(ids) == list(range(1, 1001))
 
 
+def test_postgres_read_stopped_early_leaves_the_source_usable(
+    pg: PostgresConnector, pg_schema: PostgresSchema
+) -> None:
+    pg_schema.execute(
+        "CREATE TABLE {schema}.bulky AS SELECT g AS id, repeat('x', 10000) AS body"
+        " FROM generate_series(1, 1000) g"
+    )
+    [split] = pg.splits(pg_schema.name, "bulky", ["id", "body"])
+    batches = pg.read(split)
+    first = next(batches)
+    assert 0 < first.num_rows < 1000  # about 4 MB per batch: 10 MB come in several
+    batches.close()  # as when DuckDB has enough rows
+    assert rows(pg, pg_schema.name, "customers", ["id"]) == [{"id": 1}, {"id": 2}]
+
+
 def test_postgres_table_outside_the_exposed_schemas_is_not_found(pg: PostgresConnector) -> None:
     for schema, table in [("pg_catalog", "pg_class"), ("public", "anything")]:
         with pytest.raises(DataSourceError) as caught:
@@ -575,6 +590,23 @@ def test_mysql_pushes_columns_filters_and_splits(my: MysqlConnector, my_db: Mysq
     table = read_all(my, splits)
     assert table.column_names == ["id", "amount"]
     assert sorted(table.column("id").to_pylist()) == [i for i in range(934, 1001) if i % 3 == 0]
+
+
+def test_mysql_read_stopped_early_leaves_the_source_usable(
+    my: MysqlConnector, my_db: MysqlDatabase
+) -> None:
+    my_db.execute(
+        "CREATE TABLE many (id INT PRIMARY KEY)",
+        "INSERT INTO many VALUES " + ", ".join(f"({i})" for i in range(1, 25001)),
+    )
+    whole = MysqlConnector.from_config("my", {"url": my_db.url}, NO_SECRETS)  # one split
+    for _ in range(6):  # more times than the pool keeps connections
+        [split] = whole.splits(my_db.name, "many", ["id"])
+        batches = whole.read(split)
+        assert next(batches).num_rows == 10_000
+        batches.close()
+    assert rows(whole, my_db.name, "customers", ["id"]) == [{"id": 1}, {"id": 2}]
+    whole.close()
 
 
 def test_mysql_unknown_user_is_source_auth_without_the_password() -> None:

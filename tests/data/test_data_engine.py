@@ -51,6 +51,8 @@ def pg_schema() -> Iterator[PostgresSchema]:
                    (3, 'Cid', 'north'), (4, 'Dee', 'east')""",
             f"CREATE TABLE {{schema}}.wide (id int PRIMARY KEY, {columns})",
             f"INSERT INTO {{schema}}.wide SELECT g, {values} FROM generate_series(1, 1000) g",
+            'CREATE TABLE {schema}."Accounts" ("AccountID" int, "Owner Name" text)',
+            """INSERT INTO {schema}."Accounts" VALUES (1, 'Ann'), (2, 'Bob')""",
         )
         yield schema
 
@@ -154,15 +156,32 @@ def test_one_query_joins_postgres_mariadb_and_parquet(
 def test_only_the_needed_columns_and_rows_are_fetched(
     engine: QueryEngine, sources: dict[str, RecordingConnector], pg_schema: PostgresSchema
 ) -> None:
-    result = engine.query(f"SELECT c01 FROM pg.{pg_schema.name}.wide WHERE c02 >= 1990")
+    result = engine.query(
+        f"SELECT c01 FROM pg.{pg_schema.name}.wide WHERE (c02 BETWEEN 1990 AND 5000) AND true"
+    )
     assert result.table.column("c01").to_pylist() == [995, 996, 997, 998, 999, 1000]
     [read] = result.reads
     assert read.columns == ("c01", "c02")
-    assert read.filters == ("c02 >= 1990",)
+    assert read.filters == ("c02 <= 5000", "c02 >= 1990")
     assert read.rows == 6
     pg = sources["pg"]
     assert pg.columns_read() == {("c01", "c02")}  # 2 of the table's 20 columns crossed
     assert pg.rows_read() == 6  # the filter ran in PostgreSQL
+
+
+def test_names_match_ignoring_case_as_duckdb_does(
+    engine: QueryEngine, pg_schema: PostgresSchema
+) -> None:
+    result = engine.query(
+        f'SELECT accounts."owner name" FROM pg.{pg_schema.name}.accounts WHERE accountid = 2'
+    )
+    assert result.table.column(0).to_pylist() == ["Bob"]
+    [read] = result.reads
+    assert (read.table, read.columns, read.filters) == (
+        "Accounts",
+        ("AccountID", "Owner Name"),
+        ("AccountID = 2",),
+    )
 
 
 def test_filters_on_the_null_side_of_an_outer_join_stay_in_duckdb(
@@ -217,6 +236,8 @@ def test_row_limit_marks_the_result_truncated(engine: QueryEngine) -> None:
     wrapped = engine.query("SELECT * FROM range(100) LIMIT (SELECT 50)", max_rows=10)
     assert wrapped.truncated is True
     assert "_dw_result" in wrapped.executed_sql
+    percent = engine.query("SELECT * FROM range(1000) LIMIT 1 PERCENT", max_rows=20)
+    assert (percent.truncated, percent.table.num_rows) == (False, 10)
 
 
 def test_time_limit_interrupts_duckdb(engine: QueryEngine) -> None:
@@ -342,6 +363,12 @@ def test_records_are_json_ready(engine: QueryEngine) -> None:
         {"d": None, "m": None, "f": 1.5, "b": "ok"},
     ]
     assert [column.type for column in result.columns] == ["DATE", "DECIMAL(3,2)", "DOUBLE", "BLOB"]
+    extra = engine.query(
+        "SELECT INTERVAL 1 DAY + INTERVAL 90 MINUTE AS i, 1 AS x, 2 AS x, [DATE '2024-01-02'] AS l"
+    )
+    assert extra.records() == [
+        {"i": {"months": 0, "days": 1, "seconds": 5400.0}, "x": 1, "x_2": 2, "l": ["2024-01-02"]}
+    ]
 
 
 def test_float_ranges_keep_duckdb_nan_semantics(engine: QueryEngine) -> None:

@@ -83,7 +83,7 @@ class PostgresSchema:
     def execute(self, *statements: str) -> None:
         with psycopg.connect(self.url, autocommit=True) as connection:
             for statement in statements:
-                connection.execute(statement.replace("{schema}", self.name))  # type: ignore[arg-type]
+                connection.execute(statement.replace("{schema}", self.name))
 
 
 @contextmanager
@@ -187,7 +187,8 @@ def json_server(routes: Mapping[str, Answer], delay_s: float = 0.0) -> Iterator[
     server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
     server.daemon_threads = True
     state.port = server.server_address[1]
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    # A short poll interval: shutdown() waits for it (0.5 s by default, per test).
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)
     thread.start()
     try:
         yield state

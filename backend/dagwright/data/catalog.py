@@ -169,17 +169,17 @@ class Catalog:
             for table in self.tables(name, schema)
         ]
 
-    def resolve(self, parts: Sequence[str], *, exact: bool = False) -> TableRef:
+    def resolve(self, parts: Sequence[str]) -> TableRef:
         """The table that ``source.schema.table`` or ``source.table`` (when the source has one
         schema) names. Schema and table names match exactly, else ignoring case when that is
-        unambiguous (SQL folds unquoted names) unless ``exact``. A wrong source or arity is
-        ValueError; a missing schema or table is ``DataSourceError(code="table_not_found")``
+        unambiguous (DuckDB ignores the case of names, quoted or not). A wrong source or arity
+        is ValueError; a missing schema or table is ``DataSourceError(code="table_not_found")``
         saying what there is."""
         if len(parts) not in (2, 3):
             raise ValueError(
                 f"{'.'.join(parts)!r} does not name a catalog table: write source.schema.table"
             )
-        source = parts[0] if exact else parts[0].lower()
+        source = parts[0].lower()
         if source not in self.names():
             raise ValueError(
                 f"{source!r} is not a source of the catalog (sources:"
@@ -194,16 +194,14 @@ class Catalog:
                 )
             schema = schemas[0]
         else:
-            schema = self._match(parts[1], schemas, exact, f"schema {source}.{parts[1]}", source)
+            schema = self._match(parts[1], schemas, f"schema {source}.{parts[1]}", source)
         table_name = parts[-1]
         tables = self.tables(source, schema)
-        if table_name not in tables and (exact or table_name.lower() not in _folded(tables)):
+        if table_name not in tables and table_name.lower() not in _folded(tables):
             # The list may predate the table: read it again once.
             self._drop((source, "tables", schema))
             tables = self.tables(source, schema)
-        table = self._match(
-            table_name, tables, exact, f"table {source}.{schema}.{table_name}", source
-        )
+        table = self._match(table_name, tables, f"table {source}.{schema}.{table_name}", source)
         return TableRef(source, schema, table)
 
     def refresh(self, source: str | None = None) -> None:
@@ -228,11 +226,11 @@ class Catalog:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _match(self, name: str, names: list[str], exact: bool, what: str, source: str) -> str:
+    def _match(self, name: str, names: list[str], what: str, source: str) -> str:
         if name in names:
             return name
         folded = [candidate for candidate in names if candidate.lower() == name.lower()]
-        if not exact and len(folded) == 1:
+        if len(folded) == 1:
             return folded[0]
         close = difflib.get_close_matches(name, names, n=3)
         hint = f"; did you mean {' or '.join(close)}?" if close else ""

@@ -12,15 +12,16 @@ Type policy, shared by every connector:
 - a source type with no Arrow counterpart is read **as text** when the source can render it
   (SQL databases: a cast to text at the source; SQLite: the value's text), so one exotic column
   never makes a whole table unusable; the original type stays visible in ``source_type``;
-- where no text rendering exists — a type declared in a configuration (HTTP JSON) or an Arrow
-  type the engine cannot take (Python values) — the connector raises
-  ``DataSourceError(code="type_unmapped")`` naming ``source.schema.table.column`` and the type.
+- where no text rendering exists — a type declared in a configuration (HTTP JSON), values
+  with no common type (Python values) — the connector raises
+  ``DataSourceError(code="type_unmapped")`` naming ``source.schema.table.column`` and the type;
+- a value that does not fit its column's type (text in a SQLite INTEGER column, "abc" for a
+  declared int) is ``DataSourceError(code="bad_value")`` naming the column.
 """
 
 from __future__ import annotations
 
 import datetime
-import decimal
 from abc import ABC, abstractmethod
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -86,14 +87,12 @@ class TableInfo:
 
 FilterOp = Literal["=", "!=", "<", "<=", ">", ">=", "in", "is_null", "not_null"]
 
-# Python values a filter may compare with: the engine converts SQL literals to the column's
-# Arrow type before it builds a filter, so a connector never sees "5" for an integer column.
-FilterScalar = bool | int | float | str | decimal.Decimal | datetime.date | datetime.datetime
-
 
 @dataclass(frozen=True, slots=True)
 class Filter:
-    """``column op value``. ``value`` is a tuple for ``in`` and None for the null tests."""
+    """``column op value``. ``value`` is a tuple for ``in`` and None for the null tests. The
+    engine converts SQL literals to the column's type before it builds a filter, so a
+    connector never sees "5" for an integer column."""
 
     column: str
     op: FilterOp

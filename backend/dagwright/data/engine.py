@@ -78,7 +78,8 @@ class QueryResult:
 
     def records(self) -> list[dict[str, Any]]:
         """The rows as JSON-ready dicts: dates and times as ISO text, decimals as floats,
-        binary as text (UTF-8, else base64). A repeated column name gets a suffix (_2...)."""
+        durations as seconds, binary as text (UTF-8, else base64), NaN and infinities as text.
+        A repeated column name gets a suffix (_2...)."""
         keys: list[str] = []
         for name in self.table.column_names:
             key, n = name, 1
@@ -105,6 +106,8 @@ def json_value(value: Any) -> Any:
         return value.isoformat()
     if isinstance(value, datetime.timedelta):
         return value.total_seconds()
+    if isinstance(value, pa.MonthDayNano):  # an interval: its parts, not a bare triple
+        return {"months": value.months, "days": value.days, "seconds": value.nanoseconds / 1e9}
     if isinstance(value, bytes):
         try:
             return value.decode()
@@ -277,19 +280,23 @@ def _bounded(work: Callable[[], T], deadline: float, limit_s: float) -> T:
 
 def _limit(plan: Plan, rows: int) -> None:
     """Caps the query at ``rows`` rows: the outermost LIMIT becomes the smaller of its own
-    and ``rows``; a query whose limit is not a plain number is wrapped."""
+    and ``rows``; a query whose limit is not a plain number of rows (PERCENT, WITH TIES, an
+    expression) is wrapped."""
     tree = plan.tree
     limit = tree.args.get("limit")
     if isinstance(tree, exp.Select | exp.SetOperation) and limit is None:
         tree.set("limit", exp.Limit(expression=exp.Literal.number(rows)))
         return
-    if isinstance(limit, exp.Limit) and isinstance(limit.expression, exp.Literal):
-        current = limit.expression
-        if not current.is_string and str(current.this).isdigit():
-            limit.set("expression", exp.Literal.number(min(int(current.this), rows)))
-            return
-    wrapped = exp.select("*").from_(tree.subquery("_dw_result")).limit(rows)
-    plan.tree = wrapped
+    if (
+        isinstance(limit, exp.Limit)
+        and not limit.args.get("limit_options")
+        and isinstance(limit.expression, exp.Literal)
+        and not limit.expression.is_string
+        and str(limit.expression.this).isdigit()
+    ):
+        limit.set("expression", exp.Literal.number(min(int(limit.expression.this), rows)))
+        return
+    plan.tree = exp.select("*").from_(tree.subquery("_dw_result")).limit(rows)
 
 
 def _fetch(relation: duckdb.DuckDBPyRelation, row_limit: int) -> tuple[pa.Table, bool]:
@@ -310,9 +317,13 @@ def _failure(
 ) -> DataError:
     """The error to report: a source's own failure first (DuckDB only wraps it), then a
     timeout, the memory limit, or DuckDB's message with registered names put back."""
+    errors = [stream.error for stream in streams if stream.error is not None]
     for stream in streams:
-        if stream.error is not None:
-            return stream.error
+        # The error leaves with the query's frames in its traceback; a worker still blocked
+        # on a slow source holds its stream, which must not keep them (and DuckDB's objects).
+        stream.error = None
+    if errors:
+        return errors[0]
     if isinstance(exc, DataError):
         return exc
     message = str(exc)

@@ -274,7 +274,7 @@ def _pushable(
     if nullable is None:
         return {}
     found: dict[str, set[Filter]] = defaultdict(set)
-    for term in where.this.flatten() if isinstance(where.this, exp.And) else [where.this]:
+    for term in _conjuncts(where.this):
         column, made = _filter(term, direct, infos)
         if column is None or made is None:
             continue
@@ -283,6 +283,24 @@ def _pushable(
             continue
         found[column.table].add(made)
     return found
+
+
+def _conjuncts(condition: exp.Expr) -> list[exp.Expr]:
+    """The terms ANDed together in a condition, parentheses removed and ``x BETWEEN a AND b``
+    split into ``x >= a`` and ``x <= b``."""
+    if isinstance(condition, exp.Paren):
+        return _conjuncts(condition.this)
+    if isinstance(condition, exp.And):
+        return [
+            term for part in (condition.this, condition.expression) for term in _conjuncts(part)
+        ]
+    if isinstance(condition, exp.Between) and not condition.args.get("symmetric"):
+        low, high = condition.args["low"], condition.args["high"]
+        return [
+            exp.GTE(this=condition.this.copy(), expression=low.copy()),
+            exp.LTE(this=condition.this.copy(), expression=high.copy()),
+        ]
+    return [condition]
 
 
 def _nullable(select: exp.Select) -> set[str] | None:

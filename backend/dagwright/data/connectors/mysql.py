@@ -4,8 +4,8 @@ Connections come from a small pool, one thread at a time on each (never shared),
 session time zone at UTC, so TIMESTAMP columns read as UTC instants. Reads use an unbuffered
 cursor (``SSCursor``) and turn rows into Arrow batches of 10,000; they select only the asked
 columns with the pushable filters as bound parameters, and split large tables with an integer
-primary key into key ranges read in parallel. Metadata comes from information_schema (comments, keys,
-``TABLE_ROWS`` as the row estimate).
+primary key into key ranges read in parallel. Metadata comes from information_schema
+(comments, keys, ``TABLE_ROWS`` as the row estimate).
 
 Types: integers (unsigned too), floats, DECIMAL(p,s) (p <= 38; wider: float64), text types,
 ENUM, SET and JSON as string, binary types, DATE, DATETIME, TIMESTAMP (UTC), TIME as a
@@ -288,6 +288,13 @@ class MysqlConnector(Connector):
                 cursor.close()  # every row read: the connection can serve again
             except pymysql.MySQLError as exc:
                 raise self._error(exc) from exc
+            except GeneratorExit:
+                # Stopped early: the pool closes the connection. PyMySQL would otherwise try
+                # to read the rest of the result when it is collected, on a closed socket.
+                result = getattr(cursor, "_result", None)
+                if result is not None:
+                    result.unbuffered_active = False
+                raise
 
     def _exposed(self, schema: str) -> bool:
         if schema.lower() in SYSTEM_SCHEMAS:

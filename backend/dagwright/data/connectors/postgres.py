@@ -57,6 +57,9 @@ DIRECT: dict[str, pa.DataType] = {
     "bytea": pa.binary(),
 }
 MAX_DECIMAL_PRECISION = 38  # DuckDB's and decimal128's
+# Bytes per batch ADBC aims at (its default, 16 MB, is coarse for streaming into a query
+# that may stop early or run out of time).
+BATCH_BYTES = 4 << 20
 
 AUTH_FAILURE = re.compile(
     r"password authentication failed|role \".*\" does not exist|no pg_hba\.conf entry"
@@ -274,6 +277,9 @@ class PostgresConnector(Connector):
         with self._connect() as connection:
             cursor = connection.cursor()
             try:
+                cursor.adbc_statement.set_options(
+                    **{"adbc.postgresql.batch_size_hint_bytes": str(BATCH_BYTES)}
+                )
                 self._execute(cursor, split.detail["query"], list(split.detail["params"]))
                 for batch in cursor.fetch_record_batch():
                     arrays = [
