@@ -1,12 +1,14 @@
+import "@xyflow/react/dist/base.css";
+import "./styles.css";
 import { StrictMode } from "react";
 import { createRoot } from "react-dom/client";
-
-function App() {
-  return <h1>dagwright</h1>;
-}
+import { App } from "./App";
+import { ErrorBoundary } from "./ui/ErrorBoundary";
 
 createRoot(document.getElementById("root")!).render(
   <StrictMode>
-    <App />
+    <ErrorBoundary>
+      <App />
+    </ErrorBoundary>
   </StrictMode>,
 );

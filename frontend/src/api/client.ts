@@ -1,0 +1,57 @@
+// The editor's calls to the API, typed (docs/api.md).
+
+import { request } from "./http";
+import type {
+  AppExport,
+  AppOut,
+  BlockPorts,
+  BlocksResponse,
+  FlowDocument,
+  KeyCreated,
+  KeyOut,
+  Page,
+  SecretsResponse,
+  TypesResponse,
+  ValidationResult,
+  VersionDetail,
+  VersionDiff,
+  VersionOut,
+} from "./types";
+
+const e = encodeURIComponent;
+const V1 = "/api/v1";
+
+export const api = {
+  listApps: (offset = 0, limit = 200) => request<Page<AppOut>>("GET", `${V1}/apps?offset=${offset}&limit=${limit}`),
+  createApp: (slug: string, name: string, description = "") =>
+    request<AppOut>("POST", `${V1}/apps`, { slug, name, description }),
+  getApp: (app: string) => request<AppOut>("GET", `${V1}/apps/${e(app)}`),
+  updateApp: (app: string, changes: { name?: string; description?: string }) =>
+    request<AppOut>("PATCH", `${V1}/apps/${e(app)}`, changes),
+  deleteApp: (app: string) => request<void>("DELETE", `${V1}/apps/${e(app)}`),
+
+  listVersions: (app: string, offset = 0, limit = 50) =>
+    request<Page<VersionOut>>("GET", `${V1}/apps/${e(app)}/versions?offset=${offset}&limit=${limit}`),
+  getVersion: (app: string, version: string | number) =>
+    request<VersionDetail>("GET", `${V1}/apps/${e(app)}/versions/${e(String(version))}`),
+  createVersion: (app: string, body: { flow: FlowDocument; note: string; author?: string; parent_id: string | null }) =>
+    request<VersionOut>("POST", `${V1}/apps/${e(app)}/versions`, body),
+  diff: (app: string, a: string | number, b: string | number) =>
+    request<VersionDiff>("GET", `${V1}/apps/${e(app)}/diff?a=${e(String(a))}&b=${e(String(b))}`),
+  publish: (app: string, versionId: string) =>
+    request<AppOut>("POST", `${V1}/apps/${e(app)}/publish`, { version_id: versionId }),
+  exportApp: (app: string) => request<AppExport>("GET", `${V1}/apps/${e(app)}/export`),
+  importApp: (document: unknown, slug?: string) =>
+    request<AppOut>("POST", `${V1}/apps/import${slug ? `?slug=${e(slug)}` : ""}`, document),
+
+  validate: (flow: FlowDocument) => request<ValidationResult>("POST", `${V1}/validate`, { flow }),
+  blocks: () => request<BlocksResponse>("GET", `${V1}/blocks`),
+  ports: (block: string, config: Record<string, unknown>) =>
+    request<BlockPorts>("POST", `${V1}/blocks/${e(block)}/ports`, config),
+  types: () => request<TypesResponse>("GET", `${V1}/types`),
+  secrets: () => request<SecretsResponse>("GET", `${V1}/secrets`),
+
+  listKeys: (app: string) => request<KeyOut[]>("GET", `${V1}/apps/${e(app)}/keys`),
+  createKey: (app: string, name: string) => request<KeyCreated>("POST", `${V1}/apps/${e(app)}/keys`, { name }),
+  deleteKey: (app: string, id: string) => request<void>("DELETE", `${V1}/apps/${e(app)}/keys/${e(id)}`),
+};

@@ -1,0 +1,255 @@
+// The shared TypeScript shapes of the flow document (docs/flow-format.md) and of the API's
+// responses (docs/api.md, backend/dagwright/api/schemas.py). Imported by the editor and the
+// debug panel alike: keep it free of runtime code beyond tiny helpers.
+
+// ---------------------------------------------------------------------------------------------
+// The flow document (format "dagwright.flow", version 1)
+
+export interface Position {
+  x: number;
+  y: number;
+}
+
+export interface FlowNode {
+  id: string;
+  block: string;
+  config?: Record<string, unknown>;
+  label?: string;
+  position?: Position;
+  timeout?: number;
+}
+
+export interface PortRef {
+  node: string;
+  port?: string; // defaults to "output" on a source
+}
+
+export interface FlowEdge {
+  source: PortRef;
+  target: PortRef;
+  branch?: string;
+}
+
+export interface FlowDocument {
+  format: "dagwright.flow";
+  version: 1;
+  name?: string;
+  description?: string;
+  nodes?: FlowNode[];
+  edges?: FlowEdge[];
+}
+
+export function emptyFlow(name = "untitled"): FlowDocument {
+  return { format: "dagwright.flow", version: 1, name, nodes: [], edges: [] };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The block registry (GET /api/v1/blocks)
+
+export type BlockCategory = "input" | "data_process" | "condition" | "llm" | "invoke" | "tool";
+export type BlockRole = "step" | "flow_input" | "flow_output";
+
+/** A JSON Schema fragment as pydantic exports it. */
+export type JsonSchema = {
+  type?: string | string[];
+  title?: string;
+  description?: string;
+  default?: unknown;
+  enum?: unknown[];
+  const?: unknown;
+  anyOf?: JsonSchema[];
+  oneOf?: JsonSchema[];
+  allOf?: JsonSchema[];
+  items?: JsonSchema;
+  properties?: Record<string, JsonSchema>;
+  additionalProperties?: boolean | JsonSchema;
+  required?: string[];
+  minimum?: number;
+  maximum?: number;
+  exclusiveMinimum?: number;
+  exclusiveMaximum?: number;
+  minItems?: number;
+  maxItems?: number;
+  minLength?: number;
+  maxLength?: number;
+  pattern?: string;
+  format?: string;
+  $ref?: string;
+  $defs?: Record<string, JsonSchema>;
+  [key: string]: unknown;
+};
+
+export interface PortSpec {
+  name: string;
+  type: string; // the port type's name: "str", "list[str]", "Any", "str | None"...
+  schema: JsonSchema;
+  required: boolean;
+  description: string;
+  default?: unknown;
+}
+
+export interface BlockSpec {
+  name: string;
+  category: BlockCategory | string;
+  role: BlockRole | string;
+  description: string;
+  example: string;
+  doc: string;
+  module?: string;
+  mode?: string;
+  config_schema: JsonSchema;
+  inputs: PortSpec[];
+  outputs: PortSpec[];
+  /** Static branches of a condition block (compare: true/false); null when they come from
+   *  the config (switch: its cases plus default), absent for other blocks. */
+  branches?: string[] | null;
+  /** Present when the config adds input ports (template variables, zip fields...). */
+  dynamic_inputs?: { type: string; schema: JsonSchema };
+}
+
+export interface BlocksResponse {
+  categories: string[];
+  blocks: BlockSpec[];
+}
+
+/** POST /api/v1/blocks/{block}/ports: the ports and branches one config gives a block. */
+export interface BlockPorts {
+  inputs: PortSpec[];
+  outputs: PortSpec[];
+  branches: string[] | null;
+}
+
+/** GET /api/v1/types */
+export type Compatibility = "yes" | "check" | "no";
+export interface TypesResponse {
+  types: string[];
+  compatibility: Record<string, Record<string, Compatibility>>;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Validation
+
+export type Severity = "error" | "warning";
+
+export interface Problem {
+  node: string | null;
+  port: string | null;
+  code: string;
+  message: string;
+  severity: Severity | string;
+}
+
+export interface ValidationResult {
+  ok: boolean;
+  problems: Problem[];
+}
+
+// ---------------------------------------------------------------------------------------------
+// Apps, versions, keys, secrets
+
+export interface AppOut {
+  id: string;
+  slug: string;
+  name: string;
+  description: string;
+  published_version_id: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+export interface VersionOut {
+  id: string;
+  app_id: string;
+  number: number;
+  parent_id: string | null;
+  note: string;
+  author: string;
+  created_at: string;
+}
+
+export interface VersionDetail extends VersionOut {
+  flow: FlowDocument;
+}
+
+export interface Page<T> {
+  items: T[];
+  total: number;
+  offset: number;
+  limit: number;
+}
+
+export interface EdgeDiffItem {
+  source: PortRef;
+  target: PortRef;
+  branch?: string | null;
+}
+
+/** GET /api/v1/apps/{app}/diff?a=&b=: what changed from version a to version b (moves are
+ *  not changes). */
+export interface VersionDiff {
+  nodes: {
+    added: string[];
+    removed: string[];
+    changed: { id: string; fields: string[] }[];
+  };
+  edges: {
+    added: EdgeDiffItem[];
+    removed: EdgeDiffItem[];
+  };
+  meta: Record<string, { from: string; to: string }>;
+}
+
+export interface KeyOut {
+  id: string;
+  app_id: string;
+  name: string;
+  prefix: string;
+  created_at: string;
+  last_used_at: string | null;
+  revoked_at: string | null;
+}
+
+export interface KeyCreated extends KeyOut {
+  key: string;
+}
+
+/** GET /api/v1/secrets: names only; values never leave the server. */
+export interface SecretsResponse {
+  names: string[];
+}
+
+/** GET /api/v1/apps/{app}/export (and the body of POST /api/v1/apps/import). */
+export interface AppExport {
+  format: "dagwright.app";
+  version: number;
+  app: { slug: string; name: string; description: string };
+  versions: {
+    number: number;
+    parent: number | null;
+    note: string;
+    author: string;
+    created_at: string;
+    flow: FlowDocument;
+  }[];
+  published?: number | null;
+  [key: string]: unknown;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Runs (shared with the debug panel)
+
+export type NodeRunStatus =
+  | "pending"
+  | "running"
+  | "succeeded"
+  | "skipped"
+  | "failed"
+  | "cancelled"
+  | "reused";
+
+export type NodeRunState = {
+  status: NodeRunStatus;
+  durationMs?: number;
+  tokens?: number;
+  error?: string;
+};

@@ -1,0 +1,79 @@
+// Hash routing (#/, #/apps/<slug>, #/apps/<slug>/v/<number>): the server serves index.html
+// at / only, and a reload keeps the route. A leave guard (unsaved work) is asked before any
+// in-app navigation, including the browser's back button.
+
+import { useEffect, useState } from "react";
+
+export type Route =
+  | { page: "apps" }
+  | { page: "editor"; slug: string; version: number | null };
+
+export function parseRoute(hash: string): Route {
+  const path = hash.replace(/^#/, "");
+  const m = /^\/apps\/([^/?]+)(?:\/v\/(\d+))?\/?$/.exec(path);
+  if (m) return { page: "editor", slug: decodeURIComponent(m[1]), version: m[2] ? Number(m[2]) : null };
+  return { page: "apps" };
+}
+
+export function routeHash(route: Route): string {
+  if (route.page === "apps") return "#/";
+  return `#/apps/${encodeURIComponent(route.slug)}${route.version ? `/v/${route.version}` : ""}`;
+}
+
+type Guard = () => string | null; // a message when leaving would lose work
+let guard: Guard | null = null;
+let currentHash = typeof window === "undefined" ? "" : window.location.hash;
+let suppressNext = false;
+
+export function setLeaveGuard(g: Guard | null): void {
+  guard = g;
+}
+
+/** What leaving would lose (null: nothing). */
+export function leaveMessage(): string | null {
+  return guard?.() ?? null;
+}
+
+/** Ask the guard; true when leaving is fine. */
+export function confirmLeave(): boolean {
+  const message = guard?.();
+  return !message || window.confirm(message);
+}
+
+/** Go to a route, asking first when work would be lost. `replace` leaves no history entry and
+ *  skips the guard (the editor changing its own version after a save). */
+export function navigate(route: Route | string, opts: { replace?: boolean; force?: boolean } = {}): boolean {
+  const hash = typeof route === "string" ? route : routeHash(route);
+  if (hash === window.location.hash) return true;
+  if (!opts.force && !opts.replace && !confirmLeave()) return false;
+  if (opts.replace) {
+    history.replaceState(null, "", hash);
+    currentHash = hash;
+    window.dispatchEvent(new HashChangeEvent("hashchange"));
+  } else {
+    suppressNext = true;
+    window.location.hash = hash;
+  }
+  return true;
+}
+
+export function useRoute(): Route {
+  const [route, setRoute] = useState(() => parseRoute(window.location.hash));
+  useEffect(() => {
+    const onChange = () => {
+      const hash = window.location.hash;
+      if (suppressNext) {
+        suppressNext = false;
+      } else if (hash !== currentHash && !confirmLeave()) {
+        // Back/forward or a typed URL, refused: put the old address back.
+        history.replaceState(null, "", currentHash || "#/");
+        return;
+      }
+      currentHash = hash;
+      setRoute(parseRoute(hash));
+    };
+    window.addEventListener("hashchange", onChange);
+    return () => window.removeEventListener("hashchange", onChange);
+  }, []);
+  return route;
+}
