@@ -318,3 +318,31 @@ def test_rerun_from_an_unknown_node_or_run_is_refused(api: Api) -> None:
         json={"flow": flow, "reuse": {"run_id": "missing", "from_node": "line"}},
     )
     assert error_of(unknown_run, 404)["code"] == "run_not_found"
+
+
+def test_stored_trace_labels_scripted_answers(api: Api) -> None:
+    flow = {
+        "format": "dagwright.flow",
+        "version": 1,
+        "name": "ask",
+        "nodes": [
+            {"id": "q", "block": "text_input", "config": {"name": "q"}},
+            {"id": "ask", "block": "chat", "config": {"prompt": "hello {{ q }}"}},
+            {"id": "out", "block": "output", "config": {"name": "answer"}},
+        ],
+        "edges": [
+            {"source": {"node": "q", "port": "output"}, "target": {"node": "ask", "port": "q"}},
+            {
+                "source": {"node": "ask", "port": "output"},
+                "target": {"node": "out", "port": "value"},
+            },
+        ],
+    }
+    result = api.http.post(
+        "/api/v1/runs/debug", json={"flow": flow, "inputs": {"q": "Ann"}, "stream": False}
+    ).json()
+    nodes = {n["node"]: n for n in api.get_run(result["run_id"])["nodes"]}
+    assert nodes["ask"]["usage"]["scripted"] is True
+    assert nodes["ask"]["usage"]["model"]
+    assert nodes["ask"]["usage"]["calls"] == 1
+    assert nodes["q"]["usage"] is None

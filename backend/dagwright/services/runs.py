@@ -436,6 +436,9 @@ class RunService:
         writer = self.writer
         started: dict[str, tuple[str, dict[str, Any], float]] = {}  # node -> block, inputs, t
         usage: dict[str, Usage] = {}
+        # The model that answered each node, and whether it was dagwright's scripted one: the
+        # stored trace must label scripted answers as the live stream does.
+        models: dict[str, dict[str, Any]] = {}
         rows: builtins.list[dict[str, Any]] = []
         blocks: dict[str, str] | None = None
         final: dict[str, Any] | None = None
@@ -453,6 +456,9 @@ class RunService:
                                 data.get("calls", 0),
                             )
                         )
+                        answered = models.setdefault(event.node, {"scripted": False})
+                        answered["model"] = data.get("model")
+                        answered["scripted"] = answered["scripted"] or bool(data.get("scripted"))
                     continue
                 if isinstance(event, NodeStarted):
                     # Inputs are copied now: a block may change a dict it was given.
@@ -491,6 +497,8 @@ class RunService:
                         event.duration,
                     )
                 if row is not None:
+                    if row["usage"] is not None and row["node"] in models:
+                        row["usage"] = {**row["usage"], **models[row["node"]]}
                     rows.append(row)
                     writer.put_node(row)
             if final is None:  # the stream always ends with RunFinished; this is a safeguard
