@@ -48,6 +48,8 @@ bench: $(STAMP)
 	$(BIN)/python benchmarks/server_throughput.py
 	$(BIN)/python benchmarks/embedding_service.py
 	$(BIN)/python benchmarks/data_federation.py
+	$(MAKE) chromium
+	$(BIN)/python benchmarks/editor_open.py
 
 clean:
 	rm -rf $(VENV) frontend/node_modules frontend/dist
