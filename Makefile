@@ -41,14 +41,13 @@ test: $(STAMP) $(EDITOR) chromium
 	cd frontend && npx tsc -b && npx vitest run
 	$(BIN)/pytest
 
-bench: $(STAMP)
+bench: $(STAMP) $(EDITOR) chromium
 	command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk)
 	$(BIN)/python benchmarks/runtime_overhead.py
 	$(BIN)/python benchmarks/llm_throughput.py
 	$(BIN)/python benchmarks/server_throughput.py
 	$(BIN)/python benchmarks/embedding_service.py
 	$(BIN)/python benchmarks/data_federation.py
-	$(MAKE) chromium
 	$(BIN)/python benchmarks/editor_open.py
 
 clean:
