@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -38,15 +40,26 @@ def _fail(exc: DagwrightError) -> typer.Exit:
     return typer.Exit(2)
 
 
+@contextmanager
+def _opened() -> Iterator[DataSourceService]:
+    """The registry for one command: its errors printed with their code (exit 2), its
+    connections closed."""
+    service = _service()
+    try:
+        yield service
+    except DagwrightError as exc:
+        raise _fail(exc) from None
+    finally:
+        service.close()
+
+
 @data_app.command("sources")
 def sources() -> None:
     """List the data sources (name, kind, where it is defined)."""
-    try:
-        for entry in _service().list():
+    with _opened() as service:
+        for entry in service.list():
             described = f"  {entry.description}" if entry.description else ""
             typer.echo(f"{entry.name:<16} {entry.kind:<10} {entry.origin:<5}{described}")
-    except DagwrightError as exc:
-        raise _fail(exc) from None
 
 
 @data_app.command("add")
@@ -64,38 +77,26 @@ def add(
     except json.JSONDecodeError as exc:
         typer.echo(f"error: --config is not JSON: {exc}", err=True)
         raise typer.Exit(2) from None
-    service = _service()
-    try:
+    with _opened() as service:
         service.put(name, kind, settings, description)
         for table in service.check(name)["tables"]:
             typer.echo(table)
-    except DagwrightError as exc:
-        raise _fail(exc) from None
-    finally:
-        service.close()
 
 
 @data_app.command("remove")
 def remove(name: Annotated[str, typer.Argument(help="The source to remove.")]) -> None:
     """Remove a source added through the API or `data add`."""
-    try:
-        _service().delete(name)
-    except DagwrightError as exc:
-        raise _fail(exc) from None
+    with _opened() as service:
+        service.delete(name)
     typer.echo(f"removed {name}")
 
 
 @data_app.command("tables")
 def tables() -> None:
     """Every table of every source, as SQL names it."""
-    service = _service()
-    try:
+    with _opened() as service:
         for ref in service.engine().tables():
             typer.echo(str(ref))
-    except DagwrightError as exc:
-        raise _fail(exc) from None
-    finally:
-        service.close()
 
 
 @data_app.command("describe")
@@ -106,16 +107,11 @@ def describe(
     """A table in MAC-SQL's format: columns, comments, value examples, foreign keys."""
     from dagwright.data.serialize import mac_sql_schema
 
-    service = _service()
-    try:
+    with _opened() as service:
         engine = service.engine()
         name = str(engine.catalog.resolve(table.split(".")))
         samples = {name: engine.sample(name, sample).table} if sample else None
         typer.echo(mac_sql_schema([engine.table_info(name)], samples, names=[name]))
-    except DagwrightError as exc:
-        raise _fail(exc) from None
-    finally:
-        service.close()
 
 
 @data_app.command("query")
@@ -128,13 +124,8 @@ def query(
     """Run SQL across the sources; prints the rows (a table, or JSON) and what was read."""
     from dagwright.data.serialize import pipe_table
 
-    service = _service()
-    try:
+    with _opened() as service:
         result = service.engine().query(sql, max_rows=max_rows, timeout_s=timeout)
-    except DagwrightError as exc:
-        raise _fail(exc) from None
-    finally:
-        service.close()
     if as_json:
         typer.echo(json.dumps(result.records(), ensure_ascii=False, indent=2))
     else:
@@ -192,14 +183,9 @@ def demo_load(
     if not register:
         return
     host = f"{parts.hostname or '127.0.0.1'}:{parts.port or 3306}"
-    service = _service()
-    try:
+    with _opened() as service:
         service.put("billing_pg", "postgres", {"url": pg_url, "schemas": [pg_schema]})
         user = parts.username or "root"
         service.put("billing_my", "mysql", {"url": f"mysql://{user}@{host}/{mysql_database}"})
         service.put("billing_files", "files", {"path": str(parquet.resolve())})
-    except DagwrightError as exc:
-        raise _fail(exc) from None
-    finally:
-        service.close()
     typer.echo("registered billing_pg, billing_my, billing_files")
