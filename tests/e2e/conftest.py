@@ -38,7 +38,9 @@ def chromium_path() -> str:
     return found
 
 
-@pytest.fixture(scope="session")
+# Module-scoped, not session-scoped: Playwright's sync API keeps an event loop running on
+# this thread while it is open, which would break every asyncio test that runs after.
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
     if not DIST.is_file():
         pytest.fail("the editor is not built: `make test` builds frontend/dist first")
