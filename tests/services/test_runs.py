@@ -302,7 +302,15 @@ async def test_usage_is_summed_per_node_and_per_run(service: RunService) -> None
     await live.wait()
     record = service.get(live.run_id)
     assert record.outputs == {"greeting": "hi"}
-    one_call = {"prompt_tokens": 10, "completion_tokens": 5, "cost": 0.5, "calls": 1}
+    # The node's record also names the model and whether it was dagwright's scripted one.
+    one_call = {
+        "prompt_tokens": 10,
+        "completion_tokens": 5,
+        "cost": 0.5,
+        "calls": 1,
+        "model": "m",
+        "scripted": False,
+    }
     nodes = {n.node: n for n in record.nodes}
     assert nodes["m1"].usage == one_call
     assert nodes["m2"].usage == one_call
