@@ -16,7 +16,16 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from dagwright import __version__
 from dagwright.api import errors
-from dagwright.api.routes import apps, data, examples, keys, openai_compat, published, runs
+from dagwright.api.routes import (
+    apps,
+    data,
+    examples,
+    keys,
+    openai_compat,
+    published,
+    runs,
+    tqa,
+)
 from dagwright.api.settings import ServerSettings
 from dagwright.api.state import serving
 
@@ -83,7 +92,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
             allow_methods=["*"],
             allow_headers=["*"],
         )
-    for module in (apps, runs, published, keys, examples, data, openai_compat):
+    for module in (apps, runs, published, keys, examples, data, openai_compat, tqa):
         app.include_router(module.router)
 
     @app.get("/api/v1/health", tags=["health"])

@@ -28,6 +28,8 @@ from dagwright.services.runs import RunService
 from dagwright.services.secret_store import DatabaseSecrets, master_key_from
 from dagwright.store.db import database_url, make_engine, migrate
 from dagwright.tabular import TableAccess
+from dagwright.tqa.access import TqaAccess
+from dagwright.tqa.service import TqaService
 
 
 @dataclass(slots=True)
@@ -44,6 +46,7 @@ class Services:
     endpoints: EndpointResolver
     examples: ExampleStore
     data: DataSourceService
+    tqa: TqaService
 
 
 async def services(request: Request) -> Services:
@@ -90,6 +93,10 @@ async def serving(app: FastAPI, settings: ServerSettings) -> AsyncIterator[None]
         runs.recover_interrupted()
         runs.start_writer()
         stack.push_async_callback(runs.close)
+        # AutoTQA: its agents are published apps, called through the run service.
+        tqa = TqaService(engine, apps, runs, data)
+        blocks_services[TqaAccess] = tqa
+        stack.push_async_callback(tqa.close)  # before the runs close (callbacks run LIFO)
         keys = KeyService(engine)
         app.state.services = Services(
             settings=settings,
@@ -104,5 +111,6 @@ async def serving(app: FastAPI, settings: ServerSettings) -> AsyncIterator[None]
             endpoints=EndpointResolver(apps, keys),
             examples=examples,
             data=data,
+            tqa=tqa,
         )
         yield

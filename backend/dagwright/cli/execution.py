@@ -69,5 +69,10 @@ def run_plan(
         tables = settings_table_access(secrets, data_directory(create=False) / "demo")
         stack.callback(tables.close)
         services[TableAccess] = tables
+        if any(node.spec.name == "autotqa_ask" for node in plan.nodes):
+            from dagwright.tqa.access import TqaAccess
+            from dagwright.tqa.local import LocalTqa
+
+            services[TqaAccess] = LocalTqa(notice)
         executor = Executor(ExecutorOptions(node_timeout=node_timeout, services=services))
         return asyncio.run(_execute(executor, plan, inputs, on_event, gateway))

@@ -15,6 +15,7 @@ from dagwright.cli.execution import run_plan
 from dagwright.cli.inputs import fail, parse_inputs
 from dagwright.cli.mock_llm import mock_llm
 from dagwright.cli.server_commands import call, export, import_, serve
+from dagwright.cli.tqa import tqa_app
 from dagwright.errors import DagwrightError
 from dagwright.registry import Registry, type_name
 from dagwright.runtime import (
@@ -273,3 +274,4 @@ app.command()(export)
 app.command("import")(import_)
 app.add_typer(examples_app, name="examples", help="Few-shot examples: load, query, list, delete.")
 app.add_typer(data_app, name="data", help="Data sources, tables, SQL across them, demo data.")
+app.add_typer(tqa_app, name="tqa", help="AutoTQA: agents answering questions over tables.")

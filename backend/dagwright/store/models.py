@@ -161,3 +161,76 @@ class DataSource(SQLModel, table=True):
     description: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
+
+
+class TqaConversation(SQLModel, table=True):
+    """An AutoTQA conversation: the question, how it was scheduled, how it ended and its
+    answer (with evidence). Its turns are `tqa_turns` rows."""
+
+    __tablename__ = "tqa_conversations"
+    __table_args__ = (Index("ix_tqa_conversations_created", "created_at"),)
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=32)
+    question: str = Field(sa_column=Column(Text, nullable=False))
+    dataset: str | None = Field(default=None, max_length=64)
+    sop: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
+    scheduler: str = Field(max_length=16)  # fsm | llm | rolling
+    max_rounds: int
+    answer_format: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    # running | completed | round_limit | failed
+    status: str = Field(max_length=16)
+    rounds: int = 0
+    answer: dict[str, Any] | None = _json()
+    error: dict[str, Any] | None = _json()
+    usage: dict[str, Any] | None = _json()
+    created_at: datetime = Field(default_factory=utcnow)
+    finished_at: datetime | None = None
+
+
+class TqaTurn(SQLModel, table=True):
+    """One turn of a conversation: who spoke, what (text and parsed content), the scheduler's
+    choice that led to it, the tool call it made (SQL and rows), tokens and timing."""
+
+    __tablename__ = "tqa_turns"
+
+    conversation_id: str = Field(
+        sa_column=Column(
+            String(32), ForeignKey("tqa_conversations.id"), primary_key=True, nullable=False
+        )
+    )
+    seq: int = Field(primary_key=True)
+    agent: str = Field(max_length=16)
+    text: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
+    content: Any = _json()
+    scheduler: dict[str, Any] | None = _json()
+    tool_call: dict[str, Any] | None = _json()
+    usage: dict[str, Any] | None = _json()
+    run_id: str | None = Field(default=None, max_length=32)
+    error: dict[str, Any] | None = _json()
+    started: float | None = None  # seconds since the conversation started
+    duration: float | None = None
+
+
+class TqaHint(SQLModel, table=True):
+    """A piece of "common knowledge" about a dataset, given to the Engineer after a tool error
+    or an empty result (AutoTQA section 4.4)."""
+
+    __tablename__ = "tqa_hints"
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=32)
+    dataset: str = Field(index=True, max_length=64)
+    text: str = Field(sa_column=Column(Text, nullable=False))
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class TqaTool(SQLModel, table=True):
+    """A published app registered as a tool the Executor may call for the Engineer."""
+
+    __tablename__ = "tqa_tools"
+
+    name: str = Field(primary_key=True, max_length=64)
+    app: str = Field(max_length=64)  # the app's slug
+    description: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)

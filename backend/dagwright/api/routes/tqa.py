@@ -1,0 +1,172 @@
+"""AutoTQA: ask a question (sync, streamed turn by turn, or in the background), read and
+replay conversations, edit the per-dataset hints and the tool registry, publish the agents.
+
+Every turn has the same shape wherever it appears (the sync answer, the `turn` events of a
+stream, GET of a conversation): `{seq, agent, text, content, scheduler: {agent, reason, by,
+fallback, answer, usage}, tool_call: {tool, app, input, sql, columns, rows, row_count,
+truncated, error, hints, run_id}, usage, run_id, error, started, duration}` — what a
+conversation view needs to draw each turn, its SQL and result table, the scheduler's choice
+and its token cost."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Response
+from fastapi.responses import JSONResponse
+from fastapi.sse import EventSourceResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from dagwright.api.routes.access import Admin
+from dagwright.api.state import Services, services
+from dagwright.api.streaming import sse
+from dagwright.tqa.conversation import AskRequest, Turn
+
+router = APIRouter(prefix="/api/v1/tqa", tags=["tqa"], dependencies=[Admin])
+Deps = Annotated[Services, Depends(services)]
+
+
+class AskIn(AskRequest):
+    stream: bool = Field(False, description="Answer with server-sent events, a turn each.")
+    async_: bool = Field(
+        False, alias="async", description="Answer 202 at once; poll the conversation."
+    )
+
+
+class HintIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    dataset: str
+    text: str
+
+
+class HintText(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    text: str
+
+
+class ToolIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    app: str = Field(description="The published app (slug) the tool runs.")
+    description: str = Field("", description="What the Engineer reads about the tool.")
+
+
+class PublishIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    examples_namespace: str | None = Field(
+        None, description="Few-shot examples ({question, sql}) for the text-to-SQL tool."
+    )
+
+
+async def _stream(s: Services, request: AskRequest) -> AsyncIterator[bytes]:
+    queue: asyncio.Queue[Turn | None] = asyncio.Queue()
+    conversation = await s.tqa.orchestrator.begin(request)
+    yield sse({"id": conversation.id, "question": request.question}, "conversation", "0")
+
+    async def run() -> dict[str, Any]:
+        try:
+            done = await s.tqa.orchestrator.ask(
+                request, on_turn=queue.put_nowait, conversation=conversation
+            )
+            return done.to_dict(turns=False)
+        finally:
+            queue.put_nowait(None)
+
+    task = asyncio.create_task(run())
+    try:
+        while (turn := await queue.get()) is not None:
+            yield sse(turn.to_dict(), "turn", str(turn.seq + 1))
+        yield sse(await task, "result", str(len(conversation.turns) + 1))
+    finally:
+        if not task.done():
+            task.cancel()
+
+
+@router.post("/ask", response_model=None)
+async def ask(body: AskIn, s: Deps) -> Any:
+    """Answer a question with the agents. Sync: the whole conversation. `stream: true`:
+    server-sent events (`conversation`, one `turn` per turn, then `result`). `async: true`:
+    202 with the conversation id to poll at GET /api/v1/tqa/conversations/{id}."""
+    request = AskRequest.model_validate(body.model_dump(exclude={"stream", "async_"}))
+    await s.tqa.ensure_published()
+    if body.async_:
+        conversation_id = await s.tqa.ask_background(request)
+        return JSONResponse(
+            {
+                "id": conversation_id,
+                "status": "running",
+                "poll": f"/api/v1/tqa/conversations/{conversation_id}",
+            },
+            status_code=202,
+        )
+    if body.stream:
+        return EventSourceResponse(_stream(s, request))
+    return (await s.tqa.ask(request)).to_dict()
+
+
+@router.get("/conversations")
+async def list_conversations(
+    s: Deps,
+    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    status: str | None = None,
+) -> dict[str, Any]:
+    """Newest first, without their turns."""
+    return await asyncio.to_thread(s.tqa.conversations.list, offset, limit, status)
+
+
+@router.get("/conversations/{conversation_id}")
+async def get_conversation(conversation_id: str, s: Deps) -> dict[str, Any]:
+    """The conversation with every turn, in order (also while it runs)."""
+    return await asyncio.to_thread(s.tqa.conversations.get, conversation_id)
+
+
+@router.get("/hints")
+async def list_hints(s: Deps, dataset: str | None = None) -> list[dict[str, Any]]:
+    return [h.to_dict() for h in await asyncio.to_thread(s.tqa.hints.list, dataset)]
+
+
+@router.post("/hints", status_code=201)
+async def add_hint(body: HintIn, s: Deps) -> dict[str, Any]:
+    return (await asyncio.to_thread(s.tqa.hints.add, body.dataset, body.text)).to_dict()
+
+
+@router.put("/hints/{hint_id}")
+async def update_hint(hint_id: str, body: HintText, s: Deps) -> dict[str, Any]:
+    return (await asyncio.to_thread(s.tqa.hints.update, hint_id, body.text)).to_dict()
+
+
+@router.delete("/hints/{hint_id}", status_code=204)
+async def delete_hint(hint_id: str, s: Deps) -> Response:
+    await asyncio.to_thread(s.tqa.hints.delete, hint_id)
+    return Response(status_code=204)
+
+
+@router.get("/tools")
+async def list_tools(s: Deps) -> list[dict[str, Any]]:
+    await s.tqa.ensure_published()
+    return [t.to_dict() for t in await asyncio.to_thread(s.tqa.tools.list)]
+
+
+@router.put("/tools/{name}")
+async def put_tool(name: str, body: ToolIn, s: Deps) -> dict[str, Any]:
+    """Register a published app as a tool (the app must exist)."""
+    await asyncio.to_thread(s.apps.get_app, body.app)
+    return (await asyncio.to_thread(s.tqa.tools.put, name, body.app, body.description)).to_dict()
+
+
+@router.delete("/tools/{name}", status_code=204)
+async def delete_tool(name: str, s: Deps) -> Response:
+    await asyncio.to_thread(s.tqa.tools.delete, name)
+    return Response(status_code=204)
+
+
+@router.post("/publish")
+async def publish(body: PublishIn, s: Deps) -> list[dict[str, Any]]:
+    """Create or update and publish the AutoTQA apps from flows/autotqa."""
+    return await asyncio.to_thread(s.tqa.publish, body.examples_namespace)

@@ -1,0 +1,355 @@
+"""`dagwright tqa`: AutoTQA from the terminal — publish the agents, ask a question and watch
+the conversation turn by turn, list and replay conversations, edit hints and tools. It uses
+the same database, sources and model providers as `dagwright serve` (the data directory)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from collections.abc import Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+
+import typer
+
+from dagwright.errors import DagwrightError
+
+if TYPE_CHECKING:
+    from dagwright.tqa.service import TqaService
+
+tqa_app = typer.Typer(help="AutoTQA: agents answering questions over tables.", no_args_is_help=True)
+hints_app = typer.Typer(
+    help="Common knowledge per dataset, given to the Engineer.", no_args_is_help=True
+)
+tools_app = typer.Typer(help="Published apps the Executor may call.", no_args_is_help=True)
+tqa_app.add_typer(hints_app, name="hints")
+tqa_app.add_typer(tools_app, name="tools")
+
+T = TypeVar("T")
+
+
+def _note(message: str) -> None:
+    typer.echo(f"note: {message}", err=True)
+
+
+def _with_tqa(work: Callable[[TqaService], Awaitable[T]]) -> T:
+    from dagwright.tqa.local import local_tqa
+
+    async def main() -> T:
+        async with local_tqa(_note) as tqa:
+            return await work(tqa)
+
+    try:
+        return asyncio.run(main())
+    except DagwrightError as exc:
+        typer.echo(f"error [{exc.code}]: {exc.message}", err=True)
+        raise typer.Exit(2) from None
+
+
+def _table(columns: list[str], rows: list[Mapping[str, Any]], limit: int = 10) -> list[str]:
+    names = columns or list(dict.fromkeys(k for row in rows for k in row))
+    cells = [[str(row.get(n, "")) for n in names] for row in rows[:limit]]
+    widths = [max([len(n), *(len(c[i]) for c in cells)]) for i, n in enumerate(names)]
+    lines = [" | ".join(n.ljust(w) for n, w in zip(names, widths, strict=True))]
+    lines.append("-+-".join("-" * w for w in widths))
+    lines += [" | ".join(c.ljust(w) for c, w in zip(cell, widths, strict=True)) for cell in cells]
+    if len(rows) > limit:
+        lines.append(f"... {len(rows) - limit} more rows")
+    return lines
+
+
+def format_turn(turn: Mapping[str, Any]) -> str:
+    """One turn for the terminal: who, chosen how, at what cost; its text; its tool call."""
+    usage = turn.get("usage") or {}
+    scheduler = turn.get("scheduler") or {}
+    head = f"[{turn['seq']}] {turn['agent']}"
+    if scheduler:
+        fallback = " (fallback)" if scheduler.get("fallback") else ""
+        head += f"  <- {scheduler.get('by')}{fallback}: {scheduler.get('reason')}"
+        choice_tokens = (scheduler.get("usage") or {}).get("total_tokens")
+        if choice_tokens:
+            head += f" [{choice_tokens} tokens to choose]"
+    scripted = ", scripted model" if usage.get("scripted") else ""
+    head += (
+        f"  ({usage.get('total_tokens', 0)} tokens{scripted}, "
+        f"{float(turn.get('duration') or 0):.2f} s)"
+    )
+    lines = [typer.style(head, bold=True)]
+    call = turn.get("tool_call")
+    if call:
+        lines.append(f"  tool {call['tool']} ({call.get('app')})")
+        if call.get("sql"):
+            lines.append(f"  SQL: {call['sql']}")
+        if call.get("error"):
+            lines.append(f"  ERROR {call['error'].get('code')}: {call['error'].get('message')}")
+        elif call.get("sql") is not None:
+            lines.append(f"  {call.get('row_count', 0)} row(s)")
+            if call.get("rows"):
+                lines += ["    " + line for line in _table(call.get("columns") or [], call["rows"])]
+        for hint in call.get("hints") or []:
+            lines.append(f"  hint: {hint}")
+    else:
+        for line in str(turn.get("text", "")).splitlines() or [""]:
+            lines.append(f"  {line}")
+    if turn.get("error") and not call:
+        lines.append(f"  FAILED {turn['error'].get('code')}: {turn['error'].get('message')}")
+    return "\n".join(lines)
+
+
+def format_outcome(conversation: Mapping[str, Any]) -> str:
+    usage = conversation.get("usage") or {}
+    cost = f"{usage.get('total_tokens', 0)} tokens, ${float(usage.get('cost') or 0):.4f}"
+    status = conversation.get("status")
+    if status == "completed":
+        answer = conversation.get("answer") or {}
+        lines = [typer.style(f"answer ({answer.get('form')}): {answer.get('text')}", bold=True)]
+        if answer.get("table"):
+            table = answer["table"]
+            lines += ["  " + line for line in _table(table["columns"], table["rows"])]
+        for evidence in answer.get("evidence") or []:
+            lines.append(f"evidence: {evidence.get('sql')} -> {evidence.get('row_count')} row(s)")
+        if not answer.get("grounded"):
+            lines.append("note: the answer's value does not appear in the rows the tools returned")
+    else:
+        error = conversation.get("error") or {}
+        lines = [typer.style(f"no answer: {status}: {error.get('message')}", bold=True)]
+    lines.append(f"{conversation.get('rounds')} rounds, {cost}; conversation {conversation['id']}")
+    if usage.get("scripted"):
+        lines.append("note: dagwright's scripted model played the agents: scripted, not a model's")
+    return "\n".join(lines)
+
+
+@tqa_app.command("publish")
+def publish(
+    examples_namespace: Annotated[
+        str | None, typer.Option(help="Few-shot examples ({question, sql}) for text-to-SQL.")
+    ] = None,
+) -> None:
+    """Create or update and publish the AutoTQA apps from flows/autotqa."""
+
+    async def work(tqa: TqaService) -> list[dict[str, Any]]:
+        return await asyncio.to_thread(tqa.publish, examples_namespace)
+
+    for item in _with_tqa(work):
+        state = "published" if item["changed"] else "unchanged"
+        typer.echo(f"{item['app']:<24} version {item['version']:<4} {state}")
+
+
+@tqa_app.command("ask")
+def ask(
+    question: Annotated[str, typer.Argument(help="The question, in natural language.")],
+    sources: Annotated[
+        str, typer.Option(help="demo: the Figure 1 demo sources on; all: as configured.")
+    ] = "demo",
+    scheduler: Annotated[str, typer.Option(help="fsm, llm or rolling.")] = "fsm",
+    max_rounds: Annotated[int, typer.Option(help="Agent turns before giving up.")] = 12,
+    dataset: Annotated[str | None, typer.Option(help="Whose hints to use.")] = None,
+    sop: Annotated[str, typer.Option(help="The dataset's standard procedure.")] = "",
+    answer_format: Annotated[str | None, typer.Option(help="A format to fill.")] = None,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print the conversation as JSON.")
+    ] = False,
+    server: Annotated[
+        str | None,
+        typer.Option(help="Ask a running server (its API) instead, e.g. http://127.0.0.1:8000."),
+    ] = None,
+    token: Annotated[
+        str | None, typer.Option(envvar="DAGWRIGHT_ADMIN_TOKEN", help="The server's admin token.")
+    ] = None,
+) -> None:
+    """Ask the agents; each turn is printed as it happens."""
+    from dagwright.tqa.conversation import AskRequest, Turn
+
+    if sources == "demo":
+        os.environ["DAGWRIGHT_DEMO_SOURCES"] = "1"
+    try:
+        request = AskRequest(
+            question=question,
+            scheduler=scheduler,
+            max_rounds=max_rounds,
+            dataset=dataset,
+            sop=sop,
+            answer_format=answer_format,
+        )
+    except ValueError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2) from None
+
+    if server is not None:
+        _finish(_ask_server(server, token, request.model_dump(), as_json), as_json)
+        return
+
+    def show(turn: Turn) -> None:
+        if not as_json:
+            typer.echo(format_turn(turn.to_dict()))
+
+    async def work(tqa: TqaService) -> dict[str, Any]:
+        return (await tqa.ask(request, on_turn=show)).to_dict()
+
+    _finish(_with_tqa(work), as_json)
+
+
+def _finish(conversation: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        typer.echo(json.dumps(conversation, indent=2, default=str))
+    else:
+        typer.echo(format_outcome(conversation))
+    if conversation["status"] != "completed":
+        raise typer.Exit(1)
+
+
+def _ask_server(
+    server: str, token: str | None, body: dict[str, Any], as_json: bool
+) -> dict[str, Any]:
+    """POST /api/v1/tqa/ask with `stream: true`: each `turn` event printed as it arrives."""
+    import httpx
+
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    turns: list[dict[str, Any]] = []
+    result: dict[str, Any] | None = None
+    try:
+        with (
+            httpx.Client(base_url=server.rstrip("/"), timeout=None) as client,
+            client.stream(
+                "POST", "/api/v1/tqa/ask", json={**body, "stream": True}, headers=headers
+            ) as response,
+        ):
+            if response.status_code != 200:
+                response.read()
+                typer.echo(f"error: HTTP {response.status_code}: {response.text}", err=True)
+                raise typer.Exit(2)
+            event = ""
+            for line in response.iter_lines():
+                if line.startswith("event:"):
+                    event = line.partition(":")[2].strip()
+                elif line.startswith("data:"):
+                    data = json.loads(line.partition(":")[2])
+                    if event == "turn":
+                        turns.append(data)
+                        if not as_json:
+                            typer.echo(format_turn(data))
+                    elif event == "result":
+                        result = data
+    except httpx.HTTPError as exc:
+        typer.echo(f"error: {server}: {exc}", err=True)
+        raise typer.Exit(2) from None
+    if result is None:
+        typer.echo("error: the stream ended without a result", err=True)
+        raise typer.Exit(2)
+    return {**result, "turns": turns}
+
+
+@tqa_app.command("conversations")
+def conversations(
+    status: Annotated[str | None, typer.Option(help="completed, round_limit, failed...")] = None,
+    limit: Annotated[int, typer.Option(help="How many, newest first.")] = 20,
+) -> None:
+    """List conversations, newest first."""
+
+    async def work(tqa: TqaService) -> dict[str, Any]:
+        return await asyncio.to_thread(tqa.conversations.list, 0, limit, status)
+
+    for item in _with_tqa(work)["items"]:
+        answer = (item.get("answer") or {}).get("text") or ""
+        typer.echo(
+            f"{item['id']}  {item['created_at'][:19]}  {item['status']:<11} "
+            f"{item['scheduler']:<7} {item['question'][:60]!r}  {answer[:40]}"
+        )
+
+
+@tqa_app.command("show")
+def show_conversation(
+    conversation_id: Annotated[str, typer.Argument(help="The conversation's id.")],
+    delay: Annotated[float, typer.Option(help="Seconds between turns (a replay).")] = 0.0,
+) -> None:
+    """Replay a recorded conversation turn by turn."""
+
+    async def work(tqa: TqaService) -> dict[str, Any]:
+        return await asyncio.to_thread(tqa.conversations.get, conversation_id)
+
+    conversation = _with_tqa(work)
+    typer.echo(f"question: {conversation['question']}  (scheduler {conversation['scheduler']})")
+    for turn in conversation["turns"]:
+        typer.echo(format_turn(turn))
+        if delay:
+            time.sleep(delay)
+    typer.echo(format_outcome(conversation))
+
+
+@hints_app.command("list")
+def hints_list(dataset: Annotated[str | None, typer.Argument()] = None) -> None:
+    """The hints (of one dataset, or all)."""
+
+    async def work(tqa: TqaService) -> list[Any]:
+        return await asyncio.to_thread(tqa.hints.list, dataset)
+
+    for hint in _with_tqa(work):
+        typer.echo(f"{hint.id}  {hint.dataset:<16} {hint.text}")
+
+
+@hints_app.command("add")
+def hints_add(dataset: str, text: str) -> None:
+    """Add a hint to a dataset."""
+
+    async def work(tqa: TqaService) -> Any:
+        return await asyncio.to_thread(tqa.hints.add, dataset, text)
+
+    typer.echo(_with_tqa(work).id)
+
+
+@hints_app.command("edit")
+def hints_edit(hint_id: str, text: str) -> None:
+    """Change a hint's text."""
+
+    async def work(tqa: TqaService) -> Any:
+        return await asyncio.to_thread(tqa.hints.update, hint_id, text)
+
+    _with_tqa(work)
+
+
+@hints_app.command("remove")
+def hints_remove(hint_id: str) -> None:
+    """Delete a hint."""
+
+    async def work(tqa: TqaService) -> None:
+        await asyncio.to_thread(tqa.hints.delete, hint_id)
+
+    _with_tqa(work)
+
+
+@tools_app.command("list")
+def tools_list() -> None:
+    """The registered tools."""
+
+    async def work(tqa: TqaService) -> list[Any]:
+        await tqa.ensure_published()
+        return await asyncio.to_thread(tqa.tools.list)
+
+    for tool in _with_tqa(work):
+        typer.echo(f"{tool.name:<20} {tool.app:<24} {tool.description[:70]}")
+
+
+@tools_app.command("add")
+def tools_add(
+    name: str,
+    app: Annotated[str, typer.Argument(help="The published app (slug) the tool runs.")],
+    description: Annotated[str, typer.Option(help="What the Engineer reads.")] = "",
+) -> None:
+    """Register a published app as a tool."""
+
+    async def work(tqa: TqaService) -> None:
+        await asyncio.to_thread(tqa.apps.get_app, app)
+        await asyncio.to_thread(tqa.tools.put, name, app, description)
+
+    _with_tqa(work)
+
+
+@tools_app.command("remove")
+def tools_remove(name: str) -> None:
+    """Unregister a tool."""
+
+    async def work(tqa: TqaService) -> None:
+        await asyncio.to_thread(tqa.tools.delete, name)
+
+    _with_tqa(work)

@@ -1,0 +1,205 @@
+"""The shared conversation of the AutoTQA agents: turns (who spoke, what, the scheduler's
+choice that led there, the tool call with its SQL and rows, tokens, timing), the request
+that started it and how it ended. Plain data, JSON-ready through `to_dict`."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+USER, PLANNER, ENGINEER, EXECUTOR, CRITIC = "User", "Planner", "Engineer", "Executor", "Critic"
+AGENTS = (USER, PLANNER, ENGINEER, EXECUTOR, CRITIC)
+# Who a scheduler may pick: the User only submits the question.
+SCHEDULABLE = (PLANNER, ENGINEER, EXECUTOR, CRITIC)
+SchedulerName = Literal["fsm", "llm", "rolling"]
+Status = Literal["running", "completed", "round_limit", "failed"]
+
+DESCRIPTIONS = {
+    USER: "submits the question (and the dataset's SOP); never scheduled again",
+    PLANNER: "decomposes the question into fine-grained steps following the SOP; revises "
+    "the plan when the Critic lists gaps",
+    ENGINEER: "refines the next step of the plan and asks the Executor for a tool call "
+    "(text-to-SQL...), or reports what the results show",
+    EXECUTOR: "runs the tool the Engineer asked for (SQL across every source) and returns "
+    "its rows or its error",
+    CRITIC: "judges whether the question is completely answered: TERMINATE with the final "
+    "answer, or the gaps for the Planner",
+}
+
+
+class AskRequest(BaseModel):
+    """A question for AutoTQA."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    question: str = Field(min_length=1, max_length=20_000)
+    sop: str = Field("", max_length=50_000, description="The dataset's standard procedure.")
+    dataset: str | None = Field(
+        None, max_length=64, description="Names the hints (common knowledge) to use."
+    )
+    scheduler: SchedulerName = "fsm"
+    max_rounds: int = Field(12, ge=1, le=100, description="Agent turns before giving up.")
+    answer_format: str | None = Field(
+        None,
+        max_length=20_000,
+        description="A predefined format to fill, a Jinja2 template over the Critic's "
+        "`fields` (and `answer`), e.g. 'Bonus of {{ name }}: {{ bonus }}'.",
+    )
+    tool_timeout_s: float = Field(60, gt=0, le=3600, description="Per tool call.")
+    agent_timeout_s: float = Field(120, gt=0, le=3600, description="Per agent turn.")
+
+
+@dataclass(slots=True)
+class SchedulerChoice:
+    agent: str
+    reason: str
+    by: str  # fsm | llm | rolling | start
+    fallback: bool = False
+    answer: str | None = None  # the LLM scheduler's raw answer
+    usage: dict[str, Any] | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "agent": self.agent,
+            "reason": self.reason,
+            "by": self.by,
+            "fallback": self.fallback,
+            "answer": self.answer,
+            "usage": self.usage,
+        }
+
+
+@dataclass(slots=True)
+class ToolCall:
+    tool: str
+    app: str | None
+    input: dict[str, Any]
+    sql: str | None = None
+    columns: list[str] = field(default_factory=list)
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    row_count: int = 0
+    truncated: bool = False
+    error: dict[str, Any] | None = None  # {code, message}
+    hints: list[str] = field(default_factory=list)
+    run_id: str | None = None
+    outputs: dict[str, Any] | None = None  # a tool's outputs other than rows and SQL
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    @property
+    def empty(self) -> bool:
+        return self.error is None and self.sql is not None and self.row_count == 0
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "tool": self.tool,
+            "app": self.app,
+            "input": self.input,
+            "sql": self.sql,
+            "columns": self.columns,
+            "rows": self.rows,
+            "row_count": self.row_count,
+            "truncated": self.truncated,
+            "error": self.error,
+            "hints": self.hints,
+            "run_id": self.run_id,
+            "outputs": self.outputs,
+        }
+
+
+@dataclass(slots=True)
+class Turn:
+    seq: int
+    agent: str
+    text: str
+    content: Any = None
+    scheduler: SchedulerChoice | None = None
+    tool_call: ToolCall | None = None
+    usage: dict[str, Any] | None = None
+    run_id: str | None = None
+    error: dict[str, Any] | None = None  # {code, message}: the agent failed or its output
+    started: float = 0.0  # seconds since the conversation started
+    duration: float = 0.0
+    agent_time: float = 0.0  # of which in the agent (model and tool), not the orchestrator
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "seq": self.seq,
+            "agent": self.agent,
+            "text": self.text,
+            "content": self.content,
+            "scheduler": self.scheduler.to_dict() if self.scheduler else None,
+            "tool_call": self.tool_call.to_dict() if self.tool_call else None,
+            "usage": self.usage,
+            "run_id": self.run_id,
+            "error": self.error,
+            "started": self.started,
+            "duration": self.duration,
+        }
+
+
+@dataclass(slots=True)
+class Conversation:
+    id: str
+    request: AskRequest
+    created_at: datetime
+    status: Status = "running"
+    turns: list[Turn] = field(default_factory=list)
+    answer: dict[str, Any] | None = None
+    error: dict[str, Any] | None = None
+    rounds: int = 0
+    finished_at: datetime | None = None
+    # seconds: total, in agents and tools (model and query time), and the rest (orchestrator)
+    timing: dict[str, float] = field(default_factory=dict)
+
+    @property
+    def usage(self) -> dict[str, Any]:
+        """Tokens and cost of every agent turn and of the LLM scheduler's choices."""
+        total: dict[str, Any] = {
+            "prompt_tokens": 0,
+            "completion_tokens": 0,
+            "total_tokens": 0,
+            "cost": 0.0,
+        }
+        scripted = False
+        for turn in self.turns:
+            for usage in (turn.usage, turn.scheduler.usage if turn.scheduler else None):
+                if usage:
+                    for key in total:
+                        total[key] += usage.get(key) or 0
+                    scripted = scripted or bool(usage.get("scripted"))
+        total["scripted"] = scripted  # the scripted model answered: not a model's answers
+        return total
+
+    def last(self, agent: str | None = None) -> Turn | None:
+        for turn in reversed(self.turns):
+            if agent is None or turn.agent == agent:
+                return turn
+        return None
+
+    def to_dict(self, turns: bool = True) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "id": self.id,
+            "question": self.request.question,
+            "dataset": self.request.dataset,
+            "sop": self.request.sop,
+            "scheduler": self.request.scheduler,
+            "max_rounds": self.request.max_rounds,
+            "answer_format": self.request.answer_format,
+            "status": self.status,
+            "rounds": self.rounds,
+            "answer": self.answer,
+            "error": self.error,
+            "usage": self.usage,
+            "timing": self.timing,
+            "created_at": self.created_at.isoformat(),
+            "finished_at": self.finished_at.isoformat() if self.finished_at else None,
+        }
+        if turns:
+            data["turns"] = [turn.to_dict() for turn in self.turns]
+        return data

@@ -1,0 +1,204 @@
+"""Exception handling and retry (AutoTQA section 4.4): when the Executor returns an error or
+an empty result, the Engineer gets "common knowledge" — hints stored per dataset (editable
+through the API and the CLI) and hints checked against the data for this very query:
+
+- an empty result: each `column = 'text'` filter of the SQL is looked up case-insensitively;
+  values that exist with another spelling become a concrete hint ("Name has 'Tom', not
+  'tom'");
+- an unknown column or table: the columns of the tables the SQL names are listed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Engine, select
+from sqlmodel import Session
+
+from dagwright.errors import DagwrightError, NotFoundError
+from dagwright.store.models import TqaHint, utcnow
+
+if TYPE_CHECKING:
+    from dagwright.data.engine import QueryEngine
+
+GENERAL_HINTS = (
+    "String values are case-sensitive: compare with the spelling stored in the table (or use "
+    "lower() on both sides).",
+    "An empty result may mean a wrong filter value, not an empty answer.",
+)
+
+
+class HintError(DagwrightError):
+    code = "invalid_hint"
+
+
+@dataclass(slots=True)
+class Hint:
+    id: str
+    dataset: str
+    text: str
+    created_at: datetime
+    updated_at: datetime
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "dataset": self.dataset,
+            "text": self.text,
+            "created_at": self.created_at.isoformat(),
+            "updated_at": self.updated_at.isoformat(),
+        }
+
+
+def _hint(row: TqaHint) -> Hint:
+    return Hint(row.id, row.dataset, row.text, row.created_at, row.updated_at)
+
+
+def _check(dataset: str, text: str) -> None:
+    if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", dataset):
+        raise HintError(f"dataset {dataset!r}: 1-64 letters, digits, '_', '.' or '-'")
+    if not text.strip() or len(text) > 4000:
+        raise HintError("a hint is 1 to 4000 characters")
+
+
+class HintStore:
+    """Hints per dataset, in the database."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    def list(self, dataset: str | None = None) -> list[Hint]:
+        with Session(self._engine) as db:
+            query = select(TqaHint).order_by(TqaHint.dataset, TqaHint.created_at)  # type: ignore[arg-type]
+            if dataset is not None:
+                query = query.where(TqaHint.dataset == dataset)  # type: ignore[arg-type]
+            return [_hint(row) for row in db.execute(query).scalars()]
+
+    def add(self, dataset: str, text: str) -> Hint:
+        _check(dataset, text)
+        row = TqaHint(dataset=dataset, text=text.strip())
+        with Session(self._engine) as db:
+            db.add(row)
+            db.commit()
+            db.refresh(row)
+            return _hint(row)
+
+    def update(self, hint_id: str, text: str) -> Hint:
+        with Session(self._engine) as db:
+            row = db.get(TqaHint, hint_id)
+            if row is None:
+                raise NotFoundError(f"no hint {hint_id!r}", code="hint_not_found")
+            _check(row.dataset, text)
+            row.text, row.updated_at = text.strip(), utcnow()
+            db.add(row)
+            db.commit()
+            db.refresh(row)
+            return _hint(row)
+
+    def delete(self, hint_id: str) -> None:
+        with Session(self._engine) as db:
+            row = db.get(TqaHint, hint_id)
+            if row is None:
+                raise NotFoundError(f"no hint {hint_id!r}", code="hint_not_found")
+            db.delete(row)
+            db.commit()
+
+
+# -- hints checked against the data ------------------------------------------------------------
+
+
+def _tables_and_filters(sql: str) -> tuple[dict[str, str], list[tuple[str | None, str, str]]]:
+    """The tables of the query (alias or name -> qualified name) and its `column = 'text'`
+    filters as (table alias or None, column, value)."""
+    import sqlglot
+    from sqlglot import exp
+
+    tree = sqlglot.parse_one(sql, read="duckdb")
+    tables: dict[str, str] = {}
+    for table in tree.find_all(exp.Table):
+        qualified = ".".join(part for part in (table.catalog, table.db, table.name) if part)
+        tables[(table.alias_or_name or table.name).lower()] = qualified
+    filters: list[tuple[str | None, str, str]] = []
+    for comparison in tree.find_all(exp.EQ):
+        left, right = comparison.this, comparison.expression
+        if isinstance(right, exp.Column) and isinstance(left, exp.Literal):
+            left, right = right, left
+        if isinstance(left, exp.Column) and isinstance(right, exp.Literal) and right.is_string:
+            filters.append((left.table or None, left.name, str(right.this)))
+    return tables, filters
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _literal(value: str) -> str:
+    return "'" + value.replace("'", "''") + "'"
+
+
+def empty_result_hints(engine: QueryEngine, sql: str, limit: int = 5) -> list[str]:
+    """For each text filter of `sql`, the values that match it case-insensitively but not
+    exactly: what the query probably meant."""
+    try:
+        tables, filters = _tables_and_filters(sql)
+    except Exception:  # sqlglot's errors: no hint rather than a failure
+        return []
+    hints: list[str] = []
+    for alias, column, value in filters:
+        candidates = [tables[alias.lower()]] if alias and alias.lower() in tables else []
+        if not candidates:
+            candidates = list(dict.fromkeys(tables.values()))
+        for table in candidates:
+            probe = (
+                f"SELECT DISTINCT CAST({_quote(column)} AS VARCHAR) AS v FROM {table} "
+                f"WHERE lower(CAST({_quote(column)} AS VARCHAR)) = lower({_literal(value)}) "
+                f"OR CAST({_quote(column)} AS VARCHAR) ILIKE {_literal('%' + value.strip() + '%')}"
+            )
+            try:
+                found = [
+                    str(row["v"])
+                    for row in engine.query(probe, max_rows=limit, timeout_s=10).records()
+                ]
+            except DagwrightError:
+                continue  # the column is not in this table
+            others = [v for v in found if v != value]
+            if others:
+                spelled = ", ".join(repr(v) for v in others)
+                hints.append(
+                    f"values are case-sensitive: {column} in {table} has {spelled}, not {value!r}"
+                )
+                break
+            if not found:
+                hints.append(f"{column} in {table} has no value like {value!r}")
+                break
+    return hints
+
+
+_MISSING = re.compile(
+    r"(?i)(not found|does not exist|does not have|no such|unknown|not in the catalog|"
+    r"binder error|catalog error)"
+)
+
+
+def error_hints(engine: QueryEngine, sql: str | None, message: str) -> list[str]:
+    """For an unknown column or table, the columns of the tables the SQL names."""
+    if not sql or not _MISSING.search(message):
+        return []
+    try:
+        tables, _ = _tables_and_filters(sql)
+    except Exception:
+        return []
+    hints: list[str] = []
+    for table in dict.fromkeys(tables.values()):
+        try:
+            info = engine.table_info(table)
+        except DagwrightError:
+            known = ", ".join([str(t) for t in engine.tables()][:40])
+            hints.append(f"there is no table {table}; the tables are: {known}")
+            continue
+        columns = ", ".join(column.name for column in info.columns)
+        hints.append(f"{table} has the columns: {columns}")
+    return hints

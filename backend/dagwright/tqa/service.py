@@ -1,0 +1,86 @@
+"""The AutoTQA service: the orchestrator wired to this process's apps, runs, data, hints and
+tools; conversations run in the foreground (sync, streamed) or in the background (polled).
+The AutoTQA apps are published lazily, on the first question (or by `dagwright tqa
+publish`)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any
+
+from dagwright.tqa.access import TqaAccess
+from dagwright.tqa.agents import AgentCaller, InProcessAgentCaller
+from dagwright.tqa.conversation import AskRequest, Conversation
+from dagwright.tqa.hints import HintStore
+from dagwright.tqa.orchestrator import Orchestrator, TurnCallback
+from dagwright.tqa.publish import publish_agents
+from dagwright.tqa.store import ConversationStore
+from dagwright.tqa.tools import ToolRegistry
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
+    from dagwright.services.apps import AppService
+    from dagwright.services.runs import RunService
+    from dagwright.tabular import TableAccess
+
+
+class TqaService(TqaAccess):
+    def __init__(
+        self,
+        engine: Engine,
+        apps: AppService,
+        runs: RunService,
+        tables: TableAccess | None,
+        caller: AgentCaller | None = None,
+    ) -> None:
+        self.apps = apps
+        self.hints = HintStore(engine)
+        self.tools = ToolRegistry(engine)
+        self.conversations = ConversationStore(engine)
+        self.orchestrator = Orchestrator(
+            caller or InProcessAgentCaller(apps, runs),
+            tools=self.tools.list,
+            hints=lambda dataset: [h.text for h in self.hints.list(dataset)],
+            tables=tables,
+            store=self.conversations,
+        )
+        self._published = False
+        self._publish_lock = asyncio.Lock()
+        self._background: set[asyncio.Task[Conversation]] = set()
+
+    def publish(self, examples_namespace: str | None = None) -> list[dict[str, Any]]:
+        done = publish_agents(self.apps, self.tools, examples_namespace=examples_namespace)
+        self._published = True
+        return done
+
+    async def ensure_published(self) -> None:
+        if self._published:
+            return
+        async with self._publish_lock:
+            if not self._published:
+                await asyncio.to_thread(self.publish)
+
+    async def ask(self, request: AskRequest, on_turn: TurnCallback | None = None) -> Conversation:
+        await self.ensure_published()
+        return await self.orchestrator.ask(request, on_turn)
+
+    async def ask_background(self, request: AskRequest) -> str:
+        """Starts the conversation and returns its id at once (it is recorded as it goes)."""
+        await self.ensure_published()
+        conversation = await self.orchestrator.begin(request)
+        task = asyncio.create_task(self.orchestrator.ask(request, conversation=conversation))
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+        return conversation.id
+
+    async def ask_question(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        conversation = await self.ask(AskRequest.model_validate(dict(request)))
+        return conversation.to_dict()
+
+    async def close(self) -> None:
+        for task in list(self._background):
+            task.cancel()
+        if self._background:
+            await asyncio.gather(*self._background, return_exceptions=True)

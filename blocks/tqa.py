@@ -1,0 +1,117 @@
+"""AutoTQA as a block: a flow with `autotqa_ask` can be published, so the whole agent group
+answers behind one endpoint."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any, Literal, TypedDict
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from dagwright.registry import NodeContext, block
+from dagwright.tqa.access import TqaAccess
+
+
+class AskConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    scheduler: Literal["fsm", "llm", "rolling"] = Field(
+        "fsm", description="Who speaks next: the state machine, a model, or a fixed rotation."
+    )
+    max_rounds: int = Field(12, ge=1, le=100, description="Agent turns before giving up.")
+    dataset: str | None = Field(None, description="The dataset whose hints the agents get.")
+    sop: str = Field("", description="The dataset's standard operating procedure.")
+    answer_format: str | None = Field(
+        None, description="A format to fill (Jinja2 over the answer's fields)."
+    )
+
+
+class AskOutput(TypedDict):
+    answer: Any
+    text: str
+    status: str
+    conversation_id: str
+    evidence: list[dict[str, Any]]
+
+
+@block(
+    "autotqa_ask",
+    category="invoke",
+    description="Answer a question over the registered tables with the AutoTQA agents.",
+    example="'What is the year-end bonus for Tom?' -> answer 1569, with the SQL and rows",
+)
+async def autotqa_ask(config: AskConfig, ctx: NodeContext, question: str) -> AskOutput:
+    """Runs a whole AutoTQA conversation (Planner, Engineer, Executor, Critic under the
+    chosen scheduler) and returns its answer, the answer as text, how it ended (`completed`,
+    `round_limit`, `failed`: only `completed` carries an answer), the conversation's id (GET
+    /api/v1/tqa/conversations/{id} shows every turn) and the evidence (SQL and rows)."""
+    done = await ctx.service(TqaAccess).ask_question({"question": question, **config.model_dump()})
+    answer = done.get("answer") or {}
+    error = done.get("error") or {}
+    return {
+        "answer": answer.get("value"),
+        "text": str(answer.get("text") or error.get("message") or ""),
+        "status": str(done.get("status")),
+        "conversation_id": str(done.get("id")),
+        "evidence": list(answer.get("evidence") or []),
+    }
+
+
+class PythonCodeConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    table: str = Field(
+        "df",
+        pattern=r"^[A-Za-z_][A-Za-z0-9_]{0,63}$",
+        description="The DataFrame's name in the code.",
+    )
+    cpu_s: int = Field(10, ge=1, le=600, description="CPU seconds allowed.")
+    wall_s: float = Field(20, gt=0, le=1200, description="Wall-clock seconds allowed.")
+    memory_mb: int = Field(1024, ge=64, le=16384, description="Memory allowed, in MB.")
+
+
+class PythonCodeOutput(TypedDict):
+    result: Any
+    stdout: str
+    error: str | None
+
+
+@block(
+    "python_code",
+    category="tool",
+    description="Run Python (pandas) given as an input on a table, in the sandbox; a failure "
+    "comes back on `error`.",
+    example="code 'result = int(df.Bonus.sum())', rows [{Bonus: 2100}, {Bonus: 1569}] -> 3669",
+)
+async def python_code(
+    config: PythonCodeConfig,
+    code: str,
+    rows: list[dict[str, Any]],
+    upstream_error: str | None = None,
+) -> PythonCodeOutput:
+    """Like `python_on_tables`, but the code is an input (written by a model: AutoTQA's
+    Engineer), so it runs in the same isolated process — no network, a scratch folder, none
+    of the server's environment, CPU, wall-clock and memory limits. The rows are a pandas
+    DataFrame named by `table`; `result` is what the node gives. A failure (or an
+    `upstream_error`, e.g. of the query that fetched the rows) is given on `error`, so the
+    caller can correct the code and retry."""
+    if upstream_error:
+        return {"result": None, "stdout": "", "error": upstream_error}
+    import pyarrow as pa
+
+    from dagwright.data.engine import json_value
+    from dagwright.data.sandbox import SandboxLimits, run_python
+    from dagwright.errors import DataError
+
+    limits = SandboxLimits(cpu_s=config.cpu_s, wall_s=config.wall_s, memory_mb=config.memory_mb)
+    try:
+        frame = pa.Table.from_pylist(rows)
+        outcome = await asyncio.to_thread(run_python, code, {config.table: frame}, limits=limits)
+    except DataError as exc:
+        return {"result": None, "stdout": "", "error": f"{exc.code}: {exc.message}"}
+    except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
+        return {"result": None, "stdout": "", "error": f"table_invalid: {exc}"}
+    result = outcome.result
+    if isinstance(result, pa.Table):
+        result = [{k: json_value(v) for k, v in row.items()} for row in result.to_pylist()]
+    return {"result": result, "stdout": outcome.stdout, "error": None}

@@ -1,0 +1,196 @@
+"""The orchestrator with agents played by plain functions (no model, no database): the
+loop, its bounds and how failures become turns; and the hints checked against the demo
+data."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterator, Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+
+from dagwright.secrets import EnvSecrets
+from dagwright.services.data_sources import demo_sources, engine_over, fixed_sources
+from dagwright.tabular import TableAccess
+from dagwright.tqa.agents import AgentCaller, AgentCallError, AgentReply, normal_usage
+from dagwright.tqa.conversation import AskRequest, Turn
+from dagwright.tqa.hints import empty_result_hints, error_hints
+from dagwright.tqa.orchestrator import Orchestrator
+from dagwright.tqa.tools import Tool
+
+Agent = Callable[[Mapping[str, Any]], dict[str, Any]]
+TOOLS = [Tool("text_to_sql", "autotqa-text-to-sql", "SQL", datetime.now(UTC), datetime.now(UTC))]
+
+
+class Scripted(AgentCaller):
+    """Each app answered by a function of its inputs (these tests' own script)."""
+
+    def __init__(self, **agents: Agent) -> None:
+        self.agents = {name.replace("_", "-"): fn for name, fn in agents.items()}
+        self.calls: list[str] = []
+
+    async def call(
+        self, app: str, inputs: Mapping[str, Any], *, time_limit: float | None = None
+    ) -> AgentReply:
+        self.calls.append(app)
+        try:
+            outputs = self.agents[app.removeprefix("autotqa-")](inputs)
+        except AgentCallError:
+            raise
+        usage = normal_usage({"prompt_tokens": 3, "completion_tokens": 2})
+        return AgentReply(outputs, usage, None, 0.0)
+
+
+def plan(_: Mapping[str, Any]) -> dict[str, Any]:
+    return {"plan": "1. query"}
+
+
+def tool_request(_: Mapping[str, Any]) -> dict[str, Any]:
+    return {"decision": {"action": "tool", "tool": "text_to_sql", "input": "the bonus"}}
+
+
+def rows(_: Mapping[str, Any]) -> dict[str, Any]:
+    return {"rows": [{"Bonus": 1569}], "columns": ["Bonus"], "row_count": 1, "sql": "SELECT 1"}
+
+
+def never_done(_: Mapping[str, Any]) -> dict[str, Any]:
+    return {"verdict": {"complete": False, "gaps": ["more"]}}
+
+
+def orchestrator(caller: AgentCaller, tables: TableAccess | None = None) -> Orchestrator:
+    return Orchestrator(
+        caller, tools=lambda: TOOLS, hints=lambda d: [f"hint of {d}"], tables=tables
+    )
+
+
+async def test_the_round_limit_is_reported_never_answered() -> None:
+    caller = Scripted(planner=plan, engineer=tool_request, text_to_sql=rows, critic=never_done)
+    seen: list[Turn] = []
+    done = await orchestrator(caller).ask(
+        AskRequest(question="q", max_rounds=9), on_turn=seen.append
+    )
+    assert done.status == "round_limit"
+    assert done.answer is None
+    assert done.rounds == 9
+    assert [t.agent for t in seen] == [t.agent for t in done.turns]
+    assert len(done.turns) == 10
+    # the Engineer's text input became the tool's question
+    assert done.turns[3].tool_call is not None
+    assert done.turns[3].tool_call.input["question"] == "the bonus"
+    assert done.usage["total_tokens"] == 5 * 9  # every turn but the User's
+    assert done.timing["orchestrator_s"] >= 0
+
+
+async def test_three_failing_turns_in_a_row_end_the_conversation() -> None:
+    def down(_: Mapping[str, Any]) -> dict[str, Any]:
+        raise AgentCallError("provider unreachable", "provider_error")
+
+    caller = Scripted(planner=down, engineer=down, critic=down)
+    done = await orchestrator(caller).ask(AskRequest(question="q", max_rounds=20))
+    assert done.status == "failed"
+    assert done.error is not None
+    assert done.error["code"] == "agents_failing"
+    assert [t.agent for t in done.turns] == ["User", "Planner", "Engineer", "Critic"]
+    assert all(
+        t.error == {"code": "provider_error", "message": "provider unreachable"}
+        for t in done.turns[1:]
+    )
+
+
+async def test_rolling_executor_without_a_request_says_so() -> None:
+    report = {"decision": {"action": "report", "report": "done"}}
+    caller = Scripted(planner=plan, engineer=lambda _: report, critic=never_done)
+    done = await orchestrator(caller).ask(
+        AskRequest(question="q", scheduler="rolling", max_rounds=3)
+    )
+    executor = done.turns[3]
+    assert executor.agent == "Executor"
+    assert executor.tool_call is None
+    assert "No tool call was asked for" in executor.text
+
+
+async def test_an_unknown_tool_is_an_engineer_output_error() -> None:
+    wrong = {"decision": {"action": "tool", "tool": "shell", "input": {}}}
+    caller = Scripted(planner=plan, engineer=lambda _: wrong, critic=never_done)
+    done = await orchestrator(caller).ask(AskRequest(question="q", max_rounds=3))
+    engineer = done.turns[2]
+    assert engineer.error is not None
+    assert engineer.error["code"] == "agent_output"
+    assert "the tools are: text_to_sql" in engineer.error["message"]
+    assert done.turns[3].agent == "Critic"  # FSM: no tool asked
+
+
+async def test_a_cancelled_conversation_is_closed() -> None:
+    def slow(_: Mapping[str, Any]) -> dict[str, Any]:
+        raise AssertionError("not reached")
+
+    class Hanging(Scripted):
+        async def call(
+            self, app: str, inputs: Mapping[str, Any], *, time_limit: float | None = None
+        ) -> AgentReply:
+            await asyncio.sleep(60)
+            raise AssertionError
+
+    task = asyncio.create_task(orchestrator(Hanging(planner=slow)).ask(AskRequest(question="q")))
+    await asyncio.sleep(0.05)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+
+
+@pytest.fixture(scope="module")
+def figure1(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TableAccess]:
+    folder = tmp_path_factory.mktemp("demo")
+    assert set(demo_sources(folder)) == {"hr", "payroll"}
+    access = TableAccess(lambda: engine_over(fixed_sources({}, folder), EnvSecrets()))
+    yield access
+    access.close()
+
+
+def test_hints_checked_against_the_data(figure1: TableAccess) -> None:
+    engine = figure1.engine()
+    sql = "SELECT Depno FROM hr.main.Employee e WHERE e.Name = 'tom'"
+    assert empty_result_hints(engine, sql) == [
+        "values are case-sensitive: Name in hr.main.Employee has 'Tom', not 'tom'"
+    ]
+    assert empty_result_hints(engine, "SELECT * FROM hr.main.Employee WHERE Name = 'Zed'") == [
+        "Name in hr.main.Employee has no value like 'Zed'"
+    ]
+    assert empty_result_hints(engine, "not sql at all (") == []
+    wrong = "SELECT s.YearEndBonus FROM payroll.main.salary s"
+    assert error_hints(engine, wrong, 'Binder Error: ... "YearEndBonus"') == [
+        "payroll.main.salary has the columns: ID, Bonus"
+    ]
+    assert error_hints(engine, wrong, "query_timeout") == []
+
+
+async def test_an_empty_result_brings_hints_to_the_engineer(figure1: TableAccess) -> None:
+    seen_hints: list[str] = []
+
+    def engineer(inputs: Mapping[str, Any]) -> dict[str, Any]:
+        seen_hints.append(str(inputs["hints"]))
+        return tool_request(inputs)
+
+    def empty(_: Mapping[str, Any]) -> dict[str, Any]:
+        return {
+            "rows": [],
+            "columns": ["Depno"],
+            "row_count": 0,
+            "sql": "SELECT Depno FROM hr.main.Employee WHERE Name = 'tom'",
+        }
+
+    caller = Scripted(planner=plan, engineer=engineer, text_to_sql=empty, critic=never_done)
+    done = await orchestrator(caller, figure1).ask(
+        AskRequest(question="q", dataset="figure1", max_rounds=4)
+    )
+    call = done.turns[3].tool_call
+    assert call is not None
+    assert call.empty
+    assert (
+        call.hints[0] == "values are case-sensitive: Name in hr.main.Employee has 'Tom', not 'tom'"
+    )
+    assert "hint of figure1" in call.hints
+    assert "has 'Tom'" in seen_hints[-1]
+    assert "EMPTY" in done.turns[3].text
