@@ -1,6 +1,7 @@
 import { useEffect, useState } from "react";
 import { AppList } from "./apps/AppList";
 import { EditorPage } from "./editor/EditorPage";
+import { TqaPage } from "./tqa/TqaPage";
 import { ADMIN_TOKEN_EVENT, adminToken, setAdminToken } from "./api/http";
 import { useRoute } from "./router";
 import { ErrorBoundary } from "./ui/ErrorBoundary";
@@ -8,11 +9,17 @@ import { Toaster } from "./ui/toast";
 
 export function App() {
   const route = useRoute();
-  const routeKey = route.page === "editor" ? `editor:${route.slug}` : "apps";
+  const routeKey = route.page === "editor" ? `editor:${route.slug}` : route.page;
   return (
     <>
       <ErrorBoundary resetKey={routeKey}>
-        {route.page === "editor" ? <EditorPage key={route.slug} slug={route.slug} version={route.version} /> : <AppList />}
+        {route.page === "editor" ? (
+          <EditorPage key={route.slug} slug={route.slug} version={route.version} />
+        ) : route.page === "tqa" ? (
+          <TqaPage conversationId={route.conversation} />
+        ) : (
+          <AppList />
+        )}
       </ErrorBoundary>
       <AdminTokenPrompt />
       <Toaster />

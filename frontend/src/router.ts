@@ -1,15 +1,18 @@
-// Hash routing (#/, #/apps/<slug>, #/apps/<slug>/v/<number>): the server serves index.html
-// at / only, and a reload keeps the route. A leave guard (unsaved work) is asked before any
-// in-app navigation, including the browser's back button.
+// Hash routing (#/, #/apps/<slug>, #/apps/<slug>/v/<number>, #/tqa, #/tqa/<conversation id>):
+// the server serves index.html at / only, and a reload keeps the route. A leave guard (unsaved
+// work) is asked before any in-app navigation, including the browser's back button.
 
 import { useEffect, useState } from "react";
 
 export type Route =
   | { page: "apps" }
-  | { page: "editor"; slug: string; version: number | null };
+  | { page: "editor"; slug: string; version: number | null }
+  | { page: "tqa"; conversation: string | null };
 
 export function parseRoute(hash: string): Route {
   const path = hash.replace(/^#/, "");
+  const t = /^\/tqa(?:\/([^/?]+))?\/?$/.exec(path);
+  if (t) return { page: "tqa", conversation: t[1] ? decodeURIComponent(t[1]) : null };
   const m = /^\/apps\/([^/?]+)(?:\/v\/(\d+))?\/?$/.exec(path);
   if (m) return { page: "editor", slug: decodeURIComponent(m[1]), version: m[2] ? Number(m[2]) : null };
   return { page: "apps" };
@@ -17,6 +20,7 @@ export function parseRoute(hash: string): Route {
 
 export function routeHash(route: Route): string {
   if (route.page === "apps") return "#/";
+  if (route.page === "tqa") return route.conversation ? `#/tqa/${encodeURIComponent(route.conversation)}` : "#/tqa";
   return `#/apps/${encodeURIComponent(route.slug)}${route.version ? `/v/${route.version}` : ""}`;
 }
 

@@ -111,6 +111,9 @@ export function AppList() {
           dagwright <span className="muted">apps</span>
         </h1>
         <span className="spacer" />
+        <a className="btn" href="#/tqa" data-testid="nav-tqa" title="Ask questions over the data sources' tables (AutoTQA)">
+          Ask your tables
+        </a>
         <button className="btn" data-testid="import-app" onClick={() => fileRef.current?.click()}>
           Import…
         </button>
