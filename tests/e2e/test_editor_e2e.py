@@ -164,3 +164,26 @@ def test_app_list_and_a_bad_import(page: Page, server: LiveServer, tmp_path: Pat
     page.get_by_test_id("import-file").set_input_files(str(broken))
     expect(page.get_by_test_id("import-error")).to_be_visible()
     assert page.get_by_test_id("import-error").inner_text().strip()
+
+
+def test_ask_the_tables_and_watch_the_agents(page: Page, server: LiveServer) -> None:
+    """AutoTQA in the browser: the question streams turn by turn, the tool call shows its SQL
+    and result table, the answer comes with its evidence, all labelled scripted."""
+    page.goto("/")
+    page.get_by_test_id("nav-tqa").click()
+    page.get_by_test_id("tqa-question").fill("What is the year-end bonus for Tom?")
+    page.get_by_test_id("tqa-ask").click()
+    expect(page.get_by_test_id("tqa-status")).to_have_attribute(
+        "data-status", "completed", timeout=60_000
+    )
+    expect(page.get_by_test_id("tqa-answer")).to_contain_text("1569")
+    expect(page.locator('[data-agent="Executor"]').first).to_be_visible()
+    sql = page.locator('[data-testid^="tqa-sql-"]').first
+    expect(sql).to_contain_text("payroll.main.salary")
+    expect(page.locator('[data-testid^="tqa-rows-"]').first).to_contain_text("1569")
+    expect(page.get_by_test_id("tqa-scripted-note")).to_be_visible()
+    shot(page, "autotqa")
+
+    # Stored: the conversation is listed and replays from the server.
+    page.reload()
+    expect(page.get_by_test_id("tqa-answer")).to_contain_text("1569")
