@@ -76,6 +76,7 @@ def demo_sources(folder: Path) -> dict[str, dict[str, Any]]:
     """The paper's Figure 1 split across two systems: `hr` (SQLite: employee, department)
     and `payroll` (a CSV file: salary), built in `folder` once (atomically: several server
     processes may start together)."""
+    folder = folder.resolve()  # the sources must not depend on the working directory
     database, csv = folder / "figure1.sqlite", folder / "salary.csv"
     if not (database.is_file() and csv.is_file()):
         from dagwright.data.demo import load_figure1
