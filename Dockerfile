@@ -4,8 +4,7 @@
 FROM node:20-bookworm-slim AS editor
 WORKDIR /src/frontend
 COPY frontend/ ./
-# Until the editor exists (frontend/package.json), the stage yields an empty dist/.
-RUN if [ -f package.json ]; then npm ci && npm run build; else mkdir -p dist; fi
+RUN npm ci --no-audit --no-fund && npm run build
 
 FROM python:3.11-slim-bookworm AS server
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 \
@@ -15,6 +14,8 @@ COPY pyproject.toml requirements.lock README.md ./
 COPY backend/ backend/
 COPY blocks/ blocks/
 COPY flows/ flows/
+# The paper's Figure 1 tables: the demo data sources (hr, payroll).
+COPY data/figure1/ data/figure1/
 RUN pip install --no-cache-dir -c requirements.lock -e . \
     && useradd --system --uid 10001 dagwright && mkdir -p /data && chown dagwright /data
 COPY --from=editor /src/frontend/dist frontend/dist
