@@ -23,9 +23,20 @@ from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
-from qdrant_client import QdrantClient, models
+if TYPE_CHECKING:
+    from qdrant_client import QdrantClient, models
+else:
+    # qdrant-client takes over a second to import: a server that never touches examples
+    # (and every server start) should not pay it. Its models load on first use.
+    class _LazyModels:
+        def __getattr__(self, name: str) -> Any:
+            from qdrant_client import models as loaded
+
+            return getattr(loaded, name)
+
+    models = _LazyModels()
 
 from dagwright.embedding.embedder import Embedder
 from dagwright.errors import ConflictError, DagwrightError, InputError, NotFoundError
@@ -204,9 +215,11 @@ class ExampleStore:
 
                 try:
                     # Duck-typed: the subset of QdrantClient that this class calls.
-                    return cast(QdrantClient, EdgeClient(path))
+                    return cast("QdrantClient", EdgeClient(path))
                 except ShardLockedError:
                     raise locked() from None
+            from qdrant_client import QdrantClient
+
             try:
                 # Our lock serialises access, so SQLite's same-thread check only gets in the
                 # way of asyncio.to_thread.
@@ -225,6 +238,8 @@ class ExampleStore:
     def remote(
         cls, url: str, embedders: EmbedderFactory, *, api_key: str | None = None
     ) -> ExampleStore:
+        from qdrant_client import QdrantClient
+
         return cls(QdrantClient(url=url, api_key=api_key), embedders)
 
     @classmethod
