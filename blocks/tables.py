@@ -122,10 +122,6 @@ async def sql_query(config: SqlQueryConfig, ctx: NodeContext, sql: str) -> Query
     return _query_output(result)
 
 
-class SqlCheckConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
 @block(
     "sql_check",
     category="tool",
@@ -133,7 +129,7 @@ class SqlCheckConfig(BaseModel):
     example="'DROP TABLE x' -> fails: only a single SELECT or WITH query is allowed",
     inline=True,
 )
-def sql_check(config: SqlCheckConfig, sql: str) -> str:
+def sql_check(sql: str) -> str:
     """Parses the SQL (DuckDB's dialect) and passes it on unchanged when it is a single
     read-only SELECT or WITH query that reads no files, URLs or settings; otherwise the node
     fails with the refused construct and its line. Text around the SQL that models like to
@@ -375,10 +371,6 @@ async def python_on_tables(config: PythonConfig, tables: dict[str, Records]) -> 
 # -- Chain-of-Table --------------------------------------------------------------------------------
 
 
-class ChainConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
-
-
 @block(
     "table_chain",
     category="tool",
@@ -388,7 +380,6 @@ class ChainConfig(BaseModel):
     inline=True,
 )
 def table_chain(
-    config: ChainConfig,
     table: Records,
     chain: str,
     new_columns: dict[str, list[Any]] | None = None,
