@@ -1,5 +1,5 @@
 """What several connectors share: filters as Arrow expressions or SQL, Python rows as Arrow
-batches, and the SQL databases' key-range split policy and connection pool."""
+batches, and the SQL databases' settings, key-range split policy and connection pool."""
 
 from __future__ import annotations
 
@@ -9,10 +9,12 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from typing import Any, Generic, TypeVar, cast
+from typing import Any, ClassVar, Generic, TypeVar, cast
+from urllib.parse import urlsplit
 
 import pyarrow as pa
 import pyarrow.compute as pc
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from dagwright.data.connector import Filter, Split, TableInfo
 from dagwright.errors import DataSourceError
@@ -21,6 +23,32 @@ C = TypeVar("C")
 
 # Rows per batch when a connector builds batches from Python rows (SQLite, MySQL).
 BATCH_ROWS = 10_000
+
+
+class DatabaseConfig(BaseModel):
+    """The settings of a database server source. ``url`` holds no password: the password is
+    read from the secret ``password_secret`` names. ``schemas``: the schemas to expose."""
+
+    model_config = ConfigDict(extra="forbid")
+    SCHEMES: ClassVar[tuple[str, ...]]  # the URL schemes of the kind; the first is shown
+
+    url: str
+    password_secret: str | None = None
+    schemas: list[str] | None = None
+    connect_timeout_s: int = Field(5, ge=1)
+    split_rows: int = Field(250_000, ge=1)
+    max_splits: int = Field(8, ge=1, le=64)
+
+    @field_validator("url")
+    @classmethod
+    def _check_url(cls, url: str) -> str:
+        parts = urlsplit(url)
+        if parts.scheme not in cls.SCHEMES:
+            raise ValueError(f"the URL must start with {cls.SCHEMES[0]}://")
+        if parts.password is not None:
+            raise ValueError("the URL must not hold a password: name a secret in password_secret")
+        return url
+
 
 COMPARISONS: dict[str, Callable[[pc.Expression, pc.Expression], pc.Expression]] = {
     "=": pc.equal,

@@ -24,12 +24,12 @@ from urllib.parse import unquote, urlsplit
 import pyarrow as pa
 import pymysql
 import pymysql.cursors
-from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from dagwright.data.connector import ColumnInfo, Connector, Filter, ForeignKey, Split, TableInfo
 from dagwright.data.connectors.common import (
     BATCH_ROWS,
     ConnectionPool,
+    DatabaseConfig,
     plan_ranges,
     rows_to_batch,
     sql_pushable,
@@ -67,29 +67,11 @@ SPATIAL = {
 }
 
 
-class MysqlConfig(BaseModel):
-    """``url``: mysql://user@host:port/database (no password in it: name a secret in
-    ``password_secret``). ``schemas``: the databases to expose; by default the URL's database,
-    or every non-system database when the URL names none."""
+class MysqlConfig(DatabaseConfig):
+    """``url``: mysql://user@host:port/database. ``schemas``: the databases to expose; by
+    default the URL's database, or every non-system database when the URL names none."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    url: str
-    password_secret: str | None = None
-    schemas: list[str] | None = None
-    connect_timeout_s: int = Field(5, ge=1)
-    split_rows: int = Field(250_000, ge=1)
-    max_splits: int = Field(8, ge=1, le=64)
-
-    @field_validator("url")
-    @classmethod
-    def _check_url(cls, url: str) -> str:
-        parts = urlsplit(url)
-        if parts.scheme not in ("mysql", "mariadb", "tidb"):
-            raise ValueError("the URL must start with mysql://")
-        if parts.password is not None:
-            raise ValueError("the URL must not hold a password: name a secret in password_secret")
-        return url
+    SCHEMES = ("mysql", "mariadb", "tidb")
 
 
 @dataclass(frozen=True, slots=True)

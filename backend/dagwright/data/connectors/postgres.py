@@ -25,11 +25,11 @@ import adbc_driver_manager
 import adbc_driver_manager.dbapi
 import adbc_driver_postgresql.dbapi  # type: ignore[import-untyped]
 import pyarrow as pa
-from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from dagwright.data.connector import ColumnInfo, Connector, Filter, ForeignKey, Split, TableInfo
 from dagwright.data.connectors.common import (
     ConnectionPool,
+    DatabaseConfig,
     plan_ranges,
     sql_pushable,
     sql_splits,
@@ -113,29 +113,11 @@ _FOREIGN_KEYS = f"""
 """
 
 
-class PostgresConfig(BaseModel):
-    """``url``: postgresql://user@host:port/database (the password never goes in the URL:
-    name a secret in ``password_secret``). ``schemas``: the schemas to expose (default: every
-    non-system schema the user may use)."""
+class PostgresConfig(DatabaseConfig):
+    """``url``: postgresql://user@host:port/database. ``schemas``: the schemas to expose
+    (default: every non-system schema the user may use)."""
 
-    model_config = ConfigDict(extra="forbid")
-
-    url: str
-    password_secret: str | None = None
-    schemas: list[str] | None = None
-    connect_timeout_s: int = Field(5, ge=1)
-    split_rows: int = Field(250_000, ge=1)
-    max_splits: int = Field(8, ge=1, le=64)
-
-    @field_validator("url")
-    @classmethod
-    def _check_url(cls, url: str) -> str:
-        parts = urlsplit(url)
-        if parts.scheme not in ("postgres", "postgresql"):
-            raise ValueError("the URL must start with postgresql://")
-        if parts.password is not None:
-            raise ValueError("the URL must not hold a password: name a secret in password_secret")
-        return url
+    SCHEMES = ("postgresql", "postgres")
 
 
 def quote_identifier(name: str) -> str:
