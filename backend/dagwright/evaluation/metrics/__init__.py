@@ -1,0 +1,5 @@
+"""The benchmarks' metrics, one module each: wikitq (denotation accuracy), tabfact (accuracy),
+fetaqa (sacreBLEU, ROUGE), sql_exec (Spider and BIRD execution accuracy, VES), numeric (exact
+match with a tolerance). `base` holds what they return."""
+
+METRICS = ("wikitq", "tabfact", "fetaqa", "spider", "bird", "numeric")
