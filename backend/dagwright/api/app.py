@@ -1,4 +1,5 @@
-"""The FastAPI application: routes, error mapping, CORS, body limit, and the web editor at /."""
+"""The FastAPI application: routes, error mapping, CORS, the request boundary (body size,
+text and nesting checks), and the web editor at /."""
 
 from __future__ import annotations
 
@@ -10,12 +11,11 @@ from fastapi import FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import RedirectResponse
 from fastapi.staticfiles import StaticFiles
-from starlette.datastructures import Headers
-from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from dagwright import __version__
 from dagwright.api import errors
+from dagwright.api.boundary import RequestGuard
+from dagwright.api.jsontext import SafeJSONResponse
 from dagwright.api.routes import (
     apps,
     data,
@@ -33,42 +33,6 @@ from dagwright.api.state import serving
 EDITOR_DIST = Path(__file__).resolve().parents[3] / "frontend" / "dist"
 
 
-class BodyLimit:
-    """Refuses a request body over `limit` bytes with the API's error shape (413
-    payload_too_large): at once when Content-Length says so, else when the streamed body
-    passes the limit. (FastAPI's own max_body_size answers a request with a Content-Length
-    over the limit in plain text, replacing any response the app gives.)"""
-
-    def __init__(self, app: ASGIApp, limit: int) -> None:
-        self.app = app
-        self.limit = limit
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
-            await self.app(scope, receive, send)
-            return
-        length = Headers(scope=scope).get("content-length", "")
-        if length.isdigit() and int(length) > self.limit:
-            response = errors.error_response(
-                413, "payload_too_large", "the request body is larger than the server accepts"
-            )
-            await response(scope, receive, send)
-            return
-        received = 0
-
-        async def limited() -> Message:
-            nonlocal received
-            message = await receive()
-            if message["type"] == "http.request":
-                received += len(message.get("body", b""))
-                if received > self.limit:
-                    # Inside the routes: the error handler answers (errors.install).
-                    raise StarletteHTTPException(413)
-            return message
-
-        await self.app(scope, limited, send)
-
-
 def create_app(settings: ServerSettings | None = None) -> FastAPI:
     settings = settings or ServerSettings.from_env()
 
@@ -82,9 +46,10 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         version=__version__,
         summary="LLM applications as typed DAG flows, published as HTTP endpoints.",
         lifespan=lifespan,
+        default_response_class=SafeJSONResponse,
     )
     errors.install(app)
-    app.add_middleware(BodyLimit, limit=settings.max_body_bytes)
+    app.add_middleware(RequestGuard, limit=settings.max_body_bytes)
     if settings.cors_origins:
         app.add_middleware(
             CORSMiddleware,

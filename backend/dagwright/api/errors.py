@@ -11,6 +11,7 @@ from fastapi.responses import JSONResponse
 from pydantic import ValidationError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from dagwright.api.jsontext import SafeJSONResponse
 from dagwright.errors import (
     AuthError,
     BlockConfigError,
@@ -67,7 +68,7 @@ def error_response(
     status: int, code: str, message: str, headers: dict[str, str] | None = None, **extra: Any
 ) -> JSONResponse:
     body = {"error": {"code": code, "message": message, **extra}}
-    return JSONResponse(body, status_code=status, headers=headers)
+    return SafeJSONResponse(body, status_code=status, headers=headers)
 
 
 def install(app: FastAPI) -> None:

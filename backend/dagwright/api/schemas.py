@@ -2,27 +2,70 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
-from typing import Any, Generic, TypeVar
+from typing import Annotated, Any, Final, Generic, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field
+from fastapi import Depends, Query
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 T = TypeVar("T")
+
+# Every list's paging, bounded here once: an offset past any real table (and past what a
+# database integer holds) is the caller's mistake, answered 422 before a query is built.
+MAX_OFFSET: Final = 1_000_000_000
+MAX_LIMIT: Final = 200
+
+
+@dataclass(slots=True, frozen=True)
+class Pagination:
+    offset: int
+    limit: int
+
+
+def _pagination(
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET, description="Items to skip.")] = 0,
+    limit: Annotated[int, Query(ge=1, le=MAX_LIMIT, description="Items per page.")] = 50,
+) -> Pagination:
+    return Pagination(offset, limit)
+
+
+Paging = Annotated[Pagination, Depends(_pagination)]
 
 
 class _In(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
+MAX_RUN_TIMEOUT_S: Final = 24 * 3600.0
+
+
+class AppSettings(_In):
+    """How the app's published endpoint runs. A field left out (or null) takes the server's
+    default."""
+
+    run_timeout_s: float | None = Field(
+        None,
+        gt=0,
+        le=MAX_RUN_TIMEOUT_S,
+        description="The deadline of a published run, in seconds: a run still going then "
+        "fails with `run_timeout`. Null: the server's DAGWRIGHT_RUN_TIMEOUT (300 s).",
+    )
+
+
 class AppCreate(_In):
     slug: str = Field(description="URL name: lowercase letters, digits and '-'.")
     name: str = Field(min_length=1, max_length=200)
     description: str = ""
+    settings: AppSettings | None = None
 
 
 class AppUpdate(_In):
     name: str | None = Field(None, min_length=1, max_length=200)
     description: str | None = None
+    settings: AppSettings | None = Field(
+        None, description="Only the fields given change; a field set to null is reset."
+    )
 
 
 class AppOut(BaseModel):
@@ -32,9 +75,15 @@ class AppOut(BaseModel):
     slug: str
     name: str
     description: str
+    settings: AppSettings = Field(default_factory=AppSettings)
     published_version_id: str | None
     created_at: datetime
     updated_at: datetime
+
+    @field_validator("settings", mode="before")
+    @classmethod
+    def _none_is_default(cls, value: Any) -> Any:
+        return {} if value is None else value  # apps made before settings existed
 
 
 class VersionCreate(_In):

@@ -36,6 +36,9 @@ class ServerSettings:
     replica: str = field(default_factory=socket.gethostname)
     max_body_bytes: int = 2 * 1024 * 1024
     invoke_depth: int = 8
+    # The deadline of a published run, in seconds, unless its app sets its own
+    # (settings.run_timeout_s): a run still going then fails with `run_timeout`.
+    run_timeout: float = 300.0
 
     @classmethod
     def from_env(cls, host: str | None = None, port: int | None = None) -> ServerSettings:
@@ -51,6 +54,7 @@ class ServerSettings:
             rate_limit=float(env.get("DAGWRIGHT_RATE_LIMIT", "100")),
             replica=env.get("DAGWRIGHT_REPLICA") or socket.gethostname(),
             max_body_bytes=int(env.get("DAGWRIGHT_MAX_BODY_BYTES", str(2 * 1024 * 1024))),
+            run_timeout=float(env.get("DAGWRIGHT_RUN_TIMEOUT", "300")),
         )
         settings.check()
         return settings
@@ -68,3 +72,5 @@ class ServerSettings:
             )
         if self.rate_limit <= 0:
             raise ServerConfigError("DAGWRIGHT_RATE_LIMIT must be a positive number")
+        if not 0 < self.run_timeout < float("inf"):
+            raise ServerConfigError("DAGWRIGHT_RUN_TIMEOUT must be a positive number of seconds")

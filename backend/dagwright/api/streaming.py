@@ -8,8 +8,9 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from fastapi.sse import format_sse_event
-from pydantic_core import to_json, to_jsonable_python
+from pydantic_core import PydanticSerializationError, to_json, to_jsonable_python
 
+from dagwright.api.jsontext import dumps
 from dagwright.services.runs import LiveRun, RunRecord
 
 
@@ -33,7 +34,10 @@ def result_body(record: RunRecord) -> dict[str, Any]:
 
 def sse(data: Any, event: str, id: str | None = None) -> bytes:
     """One server-sent event, its data as JSON."""
-    text = to_json(data, fallback=repr).decode()
+    try:
+        text = to_json(data, fallback=repr).decode()
+    except PydanticSerializationError:  # a lone surrogate (an old row): made U+FFFD
+        text = dumps(jsonable(data)).decode()
     return format_sse_event(data_str=text, event=event, id=id)
 
 

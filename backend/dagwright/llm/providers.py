@@ -11,7 +11,7 @@ Defined in a TOML settings file (`DAGWRIGHT_SETTINGS`, else ./dagwright.toml):
     default_model = "gpt-4o-mini"
     timeout = 60                         # seconds per attempt
     max_concurrency = 8                  # calls in flight at once, across all runs
-    max_attempts = 4                     # 1 try + 3 retries on 429, 5xx, timeouts, disconnects
+    max_attempts = 3                     # 1 try + 2 retries on 429, 5xx, timeouts, disconnects
     price_input_per_1k = 0.00015         # money per 1,000 prompt tokens
     price_output_per_1k = 0.0006
 
@@ -65,9 +65,12 @@ class ProviderConfig(BaseModel):
     default_model: str = "gpt-4o-mini"
     timeout: float = Field(60.0, gt=0, le=3600)
     max_concurrency: int = Field(8, ge=1, le=10_000)
-    max_attempts: int = Field(4, ge=1, le=20)
+    # A call's worst case with these defaults, 3 attempts x 60 s + 2 waits of at most 10 s
+    # (Retry-After included) = 200 s, fits the 300 s deadline of a published run
+    # (DAGWRIGHT_RUN_TIMEOUT): the run fails on the call's own error, not its deadline.
+    max_attempts: int = Field(3, ge=1, le=20)
     backoff_base: float = Field(0.5, ge=0, description="seconds; doubles each retry, jittered")
-    backoff_max: float = Field(30.0, ge=0)
+    backoff_max: float = Field(10.0, ge=0)
     price_input_per_1k: float = Field(0.0, ge=0)
     price_output_per_1k: float = Field(0.0, ge=0)
     scripted: bool = Field(

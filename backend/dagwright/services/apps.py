@@ -14,7 +14,7 @@ import re
 import threading
 import time
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -73,6 +73,12 @@ def _check_slug(slug: str) -> str:
             "'-', starting with a letter or a digit"
         )
     return slug
+
+
+def _settings(current: Mapping[str, Any], changes: Mapping[str, Any] | None) -> dict[str, Any]:
+    """The app's settings with `changes` applied; keys set to None are dropped (defaults)."""
+    merged = {**current, **(changes or {})}
+    return {key: value for key, value in merged.items() if value is not None}
 
 
 def _check_text(field: str, value: str, limit: int | None = None, required: bool = False) -> str:
@@ -157,8 +163,15 @@ class AppService:
 
     # -- apps ------------------------------------------------------------------------------
 
-    def create_app(self, slug: str, name: str, description: str = "") -> App:
+    def create_app(
+        self,
+        slug: str,
+        name: str,
+        description: str = "",
+        settings: Mapping[str, Any] | None = None,
+    ) -> App:
         app = self._new_app(slug, name, description)
+        app.settings = _settings({}, settings)
         with session(self._engine) as db:
             self._insert_app(db, app)
             db.commit()
@@ -176,13 +189,22 @@ class AppService:
         with session(self._engine) as db:
             return _find_app(db, ref)
 
-    def update_app(self, ref: str, name: str | None = None, description: str | None = None) -> App:
+    def update_app(
+        self,
+        ref: str,
+        name: str | None = None,
+        description: str | None = None,
+        settings: Mapping[str, Any] | None = None,
+    ) -> App:
+        """`settings` changes only the keys it holds (a None value resets one)."""
         with session(self._engine) as db:
             app = _find_app(db, ref)
             if name is not None:
                 app.name = _check_text("name", name, MAX_NAME, required=True)
             if description is not None:
                 app.description = _check_text("description", description)
+            if settings is not None:
+                app.settings = _settings(app.settings or {}, settings)
             app.updated_at = utcnow()
             db.commit()
             return app

@@ -25,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import builtins
 import contextlib
+import dataclasses
 import logging
 import threading
 from collections.abc import Mapping, Sequence
@@ -290,6 +291,7 @@ class RunService:
         self._poller: asyncio.Task[None] | None = None
         self._open_lock = threading.Lock()
         self._opened = False
+        self._bounded: dict[float, Executor] = {}  # deadline -> an executor that keeps it
 
     @property
     def lease_id(self) -> str:
@@ -378,9 +380,11 @@ class RunService:
         parent_run_id: str | None = None,
         parent_node: str | None = None,
         reuse: Mapping[str, ReusedOutput] | None = None,
+        deadline: float | None = None,
     ) -> LiveRun:
         """Record the run as running, then start it. Raises InputError (nothing recorded) for
-        inputs the flow does not take. Nodes in `reuse` pass on the given outputs unrun."""
+        inputs the flow does not take. Nodes in `reuse` pass on the given outputs unrun. A
+        run still going `deadline` seconds after it started fails with `run_timeout`."""
         values = resolve_inputs(plan, inputs)  # bad inputs are no run: refuse before writing
         nodes = plan.nodes
         now = utcnow()
@@ -414,7 +418,7 @@ class RunService:
             self.writer.finish_run(_final_row(run_id, "cancelled", None, error, None, 0.0))
             raise
         try:
-            run = self.executor.start(plan, inputs, run_id, reuse)
+            run = self._executor(deadline).start(plan, inputs, run_id, reuse)
         except Exception as exc:
             message = f"the run could not start: {type(exc).__name__}: {exc}"
             error = {"code": "start_failed", "message": message, "node": None}
@@ -428,6 +432,19 @@ class RunService:
         self._recorders.add(recorder)
         recorder.add_done_callback(self._recorders.discard)
         return live
+
+    def _executor(self, deadline: float | None) -> Executor:
+        """The executor, or one like it whose runs end at `deadline` (the runtime's own run
+        timeout: the run fails with `run_timeout` and its running nodes are cancelled)."""
+        if deadline is None:
+            return self.executor
+        bounded = self._bounded.get(deadline)
+        if bounded is None:
+            if len(self._bounded) >= 64:  # deadlines are few (per app): a bound all the same
+                self._bounded.clear()
+            options = dataclasses.replace(self.executor.options, run_timeout=deadline)
+            bounded = self._bounded[deadline] = Executor(options)
+        return bounded
 
     async def _record(self, live: LiveRun) -> None:
         """Follow the run's events: queue each node result as it settles, then the final

@@ -41,6 +41,8 @@ class App(SQLModel, table=True):
     slug: str = Field(index=True, unique=True, max_length=64)
     name: str = Field(max_length=200)
     description: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
+    # How the published endpoint runs ({"run_timeout_s": ...}); None: the server's defaults.
+    settings: dict[str, Any] | None = _json()
     # apps and versions point at each other: this key is added after both tables exist.
     published_version_id: str | None = Field(
         default=None,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query, Response
+from fastapi import APIRouter, Depends, Response
 
 from dagwright.api.routes.access import Admin
 from dagwright.api.schemas import (
@@ -12,6 +12,7 @@ from dagwright.api.schemas import (
     AppOut,
     AppUpdate,
     Page,
+    Paging,
     PublishIn,
     ValidateIn,
     VersionCreate,
@@ -26,18 +27,17 @@ from dagwright.services import porting
 # The editor API: open on loopback, behind the admin token otherwise (as keys and runs are).
 router = APIRouter(prefix="/api/v1", tags=["apps"], dependencies=[Admin])
 Deps = Annotated[Services, Depends(services)]
-Offset = Annotated[int, Query(ge=0)]
-Limit = Annotated[int, Query(ge=1, le=200)]
 
 
 @router.get("/apps", response_model=Page[AppOut])
-def list_apps(s: Deps, offset: Offset = 0, limit: Limit = 50) -> Any:
-    return s.apps.list_apps(offset=offset, limit=limit)
+def list_apps(s: Deps, page: Paging) -> Any:
+    return s.apps.list_apps(offset=page.offset, limit=page.limit)
 
 
 @router.post("/apps", response_model=AppOut, status_code=201)
 def create_app(body: AppCreate, s: Deps) -> Any:
-    return s.apps.create_app(body.slug, body.name, body.description)
+    settings = body.settings.model_dump(exclude_none=True) if body.settings else None
+    return s.apps.create_app(body.slug, body.name, body.description, settings)
 
 
 @router.get("/apps/{app}", response_model=AppOut)
@@ -47,7 +47,10 @@ def get_app(app: str, s: Deps) -> Any:
 
 @router.patch("/apps/{app}", response_model=AppOut)
 def update_app(app: str, body: AppUpdate, s: Deps) -> Any:
-    updated = s.apps.update_app(app, name=body.name, description=body.description)
+    settings = body.settings.model_dump(exclude_unset=True) if body.settings else None
+    updated = s.apps.update_app(
+        app, name=body.name, description=body.description, settings=settings
+    )
     s.endpoints.forget()
     return updated
 
@@ -60,8 +63,8 @@ def delete_app(app: str, s: Deps) -> Response:
 
 
 @router.get("/apps/{app}/versions", response_model=Page[VersionOut])
-def list_versions(app: str, s: Deps, offset: Offset = 0, limit: Limit = 50) -> Any:
-    return s.apps.list_versions(app, offset=offset, limit=limit)
+def list_versions(app: str, s: Deps, page: Paging) -> Any:
+    return s.apps.list_versions(app, offset=page.offset, limit=page.limit)
 
 
 @router.post("/apps/{app}/versions", response_model=VersionOut, status_code=201)

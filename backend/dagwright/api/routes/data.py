@@ -11,6 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from dagwright.api.routes.access import Admin
 from dagwright.api.state import Services, services
+from dagwright.errors import InputError
 
 if TYPE_CHECKING:
     from dagwright.data.connector import TableInfo
@@ -80,6 +81,12 @@ async def get_source(name: str, s: Deps) -> dict[str, Any]:
 async def put_source(name: str, body: SourceIn, s: Deps) -> dict[str, Any]:
     """Add or replace a source. A bad configuration is 400 `source_config` and nothing is
     stored; whether the source answers is what `POST .../check` tells."""
+    from dagwright.data.catalog import check_source_name  # the data layer loads on first use
+
+    try:
+        check_source_name(name)
+    except ValueError as exc:
+        raise InputError(f"name: {exc}") from None
     entry = await asyncio.to_thread(s.data.put, name, body.kind, body.config, body.description)
     return entry.to_dict()
 

@@ -1,33 +1,133 @@
 """An OpenAI-compatible chat endpoint: `model` names a published app, so any OpenAI client
-can call a flow. The app's input takes the conversation, its output is the answer."""
+can call a flow. The app's input takes the conversation, its output is the answer.
+
+A request OpenAI would refuse is refused as OpenAI refuses it: 400 with
+`{"error": {"message", "type": "invalid_request_error", "param", "code"}}` (an empty
+`messages`, an unknown role, a message without its content...)."""
 
 from __future__ import annotations
 
 import json
 import time
-from collections.abc import AsyncIterator
-from typing import Annotated, Any
+from collections.abc import AsyncIterator, Callable, Coroutine
+from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Request, Response
+from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, StreamingResponse
-from pydantic import BaseModel, ConfigDict
+from fastapi.routing import APIRoute
+from pydantic import BaseModel, ConfigDict, Field
 
+from dagwright.api.jsontext import utf8_bytes
 from dagwright.api.routes.access import app_for_key
+from dagwright.api.routes.published import run_deadline
 from dagwright.api.state import Services, services
 from dagwright.api.streaming import jsonable
-from dagwright.errors import InputError
+from dagwright.errors import DagwrightError, InputError
 from dagwright.runtime import NodeMessage
 from dagwright.runtime.plan import CompiledFlow
+from dagwright.services.inputs import check_input_types
 from dagwright.services.runs import LiveRun
 
-router = APIRouter(tags=["openai-compatible"])
+ROLES = ("system", "developer", "user", "assistant", "tool", "function")
+# Roles whose messages must carry content (an assistant's may hold tool calls instead).
+_CONTENT_REQUIRED = ("system", "developer", "user", "tool")
+
+
+class ChatRequestError(DagwrightError):
+    """A chat request OpenAI's API would refuse, in its error shape (HTTP 400: the status
+    api/errors.py gives every error it has no other mapping for)."""
+
+    code = "invalid_request_error"
+
+    def __init__(self, message: str, param: str | None, code: str | None) -> None:
+        super().__init__(message)
+        self.param = param
+        if code is not None:
+            self.code = code  # OpenAI's: empty_array, invalid_value...
+
+    def to_dict(self) -> dict[str, object]:
+        return {
+            "code": self.code,
+            "message": self.message,
+            "type": "invalid_request_error",
+            "param": self.param,
+        }
+
+
+def _param(loc: tuple[int | str, ...]) -> str | None:
+    """OpenAI's name of a field: messages[0].role (pydantic's union tags left out)."""
+    path = ""
+    for part in loc:
+        if isinstance(part, int):
+            path += f"[{part}]"
+        elif part in ("str", "none", "list[dict[str,any]]") or "[" in part or "-" in part:
+            break  # a union member's tag, not a field
+        else:
+            path += f".{part}" if path else part
+    return path or None
+
+
+def _openai_error(exc: RequestValidationError) -> ChatRequestError:
+    """The first problem, worded as OpenAI words it."""
+    error = exc.errors()[0]
+    kind = error["type"]
+    loc = tuple(error["loc"])[1:] if error["loc"][:1] == ("body",) else tuple(error["loc"])
+    param = _param(loc)
+    if kind == "json_invalid":
+        return ChatRequestError(
+            "We could not parse the JSON body of your request: the API expects a JSON payload.",
+            None,
+            None,
+        )
+    if kind == "missing":
+        return ChatRequestError(
+            f"Missing required parameter: '{param or 'body'}'.", param, "missing_required_parameter"
+        )
+    if kind == "too_short":
+        return ChatRequestError(
+            f"Invalid '{param}': empty array. Expected an array with minimum length 1, "
+            "but got an empty array instead.",
+            param,
+            "empty_array",
+        )
+    if kind == "literal_error":
+        supported = ", ".join(f"'{r}'" for r in ROLES)
+        return ChatRequestError(
+            f"Invalid value: {error.get('input')!r}. Supported values are: {supported}.",
+            param,
+            "invalid_value",
+        )
+    if kind.endswith("_type") or kind == "model_attributes_type":
+        return ChatRequestError(
+            f"Invalid type for '{param or 'body'}': {error['msg'].lower()}.", param, "invalid_type"
+        )
+    return ChatRequestError(f"Invalid '{param or 'body'}': {error['msg']}.", param, "invalid_value")
+
+
+class _OpenAIRoute(APIRoute):
+    """Request validation errors leave in OpenAI's shape (400), not the API's own (422)."""
+
+    def get_route_handler(self) -> Callable[[Request], Coroutine[Any, Any, Response]]:
+        handler = super().get_route_handler()
+
+        async def openai_shaped(request: Request) -> Response:
+            try:
+                return await handler(request)
+            except RequestValidationError as exc:
+                raise _openai_error(exc) from None
+
+        return openai_shaped
+
+
+router = APIRouter(tags=["openai-compatible"], route_class=_OpenAIRoute)
 Deps = Annotated[Services, Depends(services)]
 
 
 class ChatMessage(BaseModel):
     model_config = ConfigDict(extra="allow")
 
-    role: str
+    role: Literal["system", "developer", "user", "assistant", "tool", "function"]
     content: str | list[dict[str, Any]] | None = None
 
     def text(self) -> str:
@@ -39,9 +139,18 @@ class ChatMessage(BaseModel):
 class ChatCompletionIn(BaseModel):
     model_config = ConfigDict(extra="allow")  # temperature etc. are accepted and ignored
 
-    model: str
-    messages: list[ChatMessage]
+    model: str = Field(min_length=1, description="The published app (its slug) to run.")
+    messages: list[ChatMessage] = Field(min_length=1)
     stream: bool = False
+
+
+def _check_messages(messages: list[ChatMessage]) -> None:
+    for index, message in enumerate(messages):
+        if message.role in _CONTENT_REQUIRED and message.content is None:
+            param = f"messages[{index}].content"
+            raise ChatRequestError(
+                f"Missing required parameter: '{param}'.", param, "missing_required_parameter"
+            )
 
 
 def _inputs_for(plan: CompiledFlow, messages: list[ChatMessage]) -> dict[str, Any]:
@@ -107,7 +216,7 @@ def _completion(model: str, run_id: str, content: str, usage: dict[str, Any]) ->
     }
 
 
-def _chunk(model: str, run_id: str, delta: dict[str, Any], finish: str | None) -> str:
+def _chunk(model: str, run_id: str, delta: dict[str, Any], finish: str | None) -> bytes:
     body = {
         "id": f"chatcmpl-{run_id}",
         "object": "chat.completion.chunk",
@@ -115,10 +224,12 @@ def _chunk(model: str, run_id: str, delta: dict[str, Any], finish: str | None) -
         "model": model,
         "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
     }
-    return f"data: {json.dumps(body, ensure_ascii=False)}\n\n"
+    return utf8_bytes(f"data: {json.dumps(body, ensure_ascii=False)}\n\n")
 
 
-async def _stream(model: str, live: LiveRun, output: str, source: str | None) -> AsyncIterator[str]:
+async def _stream(
+    model: str, live: LiveRun, output: str, source: str | None
+) -> AsyncIterator[bytes]:
     """Token deltas of the node that feeds the answer, as they come; the answer whole at the
     end when that node streamed nothing (it is not an LLM, say)."""
     yield _chunk(model, live.run_id, {"role": "assistant", "content": ""}, None)
@@ -135,21 +246,25 @@ async def _stream(model: str, live: LiveRun, output: str, source: str | None) ->
         answer = _text((record.outputs or {}).get(output))
         yield _chunk(model, live.run_id, {"content": answer}, None)
     yield _chunk(model, live.run_id, {}, "stop")
-    yield "data: [DONE]\n\n"
+    yield b"data: [DONE]\n\n"
 
 
 @router.post("/v1/chat/completions", response_model=None)
 async def chat_completions(body: ChatCompletionIn, request: Request, s: Deps) -> Any:
+    _check_messages(body.messages)
     app = await app_for_key(request, s, body.model)
     endpoint = await s.endpoints.endpoint(app.id, None)
     plan = endpoint.plan
     output = _answer_output(plan)
+    inputs = _inputs_for(plan, body.messages)
+    check_input_types(plan, inputs)
     live = await s.runs.start(
         plan,
-        _inputs_for(plan, body.messages),
+        inputs,
         app_id=app.id,
         version_id=endpoint.version_id,
         mode="published",
+        deadline=run_deadline(s, app),
     )
     if body.stream:
         source = next(

@@ -12,24 +12,37 @@ from dagwright.api.routes.access import app_for_key
 from dagwright.api.schemas import RunIn
 from dagwright.api.state import Services, services
 from dagwright.api.streaming import result_body, run_events
+from dagwright.services.inputs import check_input_types
+from dagwright.store.models import App
 
 router = APIRouter(prefix="/api/v1", tags=["published"])
 Deps = Annotated[Services, Depends(services)]
+
+
+def run_deadline(s: Services, app: App) -> float:
+    """Seconds a published run of the app may take: the app's own setting, else the
+    server's default (DAGWRIGHT_RUN_TIMEOUT)."""
+    own = (app.settings or {}).get("run_timeout_s")
+    return float(own) if own else s.settings.run_timeout
 
 
 @router.post("/apps/{app}/run", response_model=None)
 async def run_published(app: str, body: RunIn, request: Request, s: Deps) -> Any:
     """Run the app's published version (or the pinned `version`) with its API key.
     `stream: true` answers with server-sent events (node events, token deltas, then the
-    result); `async: true` answers 202 with the run id to poll at GET /api/v1/runs/{id}."""
+    result); `async: true` answers 202 with the run id to poll at GET /api/v1/runs/{id}.
+    Inputs of the wrong type are 422 (naming the input and its type) and no run is
+    recorded; a run past the app's deadline fails with `run_timeout`."""
     found_app = await app_for_key(request, s, app)
     endpoint = await s.endpoints.endpoint(found_app.id, body.version)
+    check_input_types(endpoint.plan, body.inputs)
     live = await s.runs.start(
         endpoint.plan,
         body.inputs,
         app_id=found_app.id,
         version_id=endpoint.version_id,
         mode="published",
+        deadline=run_deadline(s, found_app),
     )
     if body.async_:
         return JSONResponse(

@@ -6,11 +6,11 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Header, Query, Request
+from fastapi import APIRouter, Depends, Header, Request
 from fastapi.sse import EventSourceResponse
 
 from dagwright.api.routes.access import Admin, may_read_app
-from dagwright.api.schemas import DebugRunIn, Page, RunIn
+from dagwright.api.schemas import DebugRunIn, Page, Paging, RunIn
 from dagwright.api.state import Services, services
 from dagwright.api.streaming import result_body, run_events, sse
 from dagwright.runtime import compile_flow, parse_flow
@@ -60,28 +60,27 @@ async def run_version(app: str, version: str, body: RunIn, s: Deps) -> Any:
 @router.get("/runs", dependencies=[Admin])
 async def list_runs(
     s: Deps,
+    page: Paging,
     app: str | None = None,
     status: str | None = None,
     mode: str | None = None,
     version_id: str | None = None,
-    offset: Annotated[int, Query(ge=0)] = 0,
-    limit: Annotated[int, Query(ge=1, le=200)] = 50,
 ) -> Page[dict[str, Any]]:
     app_id = (await asyncio.to_thread(s.apps.get_app, app)).id if app else None
-    page = await asyncio.to_thread(
+    found = await asyncio.to_thread(
         s.runs.list,
         app_id=app_id,
         status=status,
         mode=mode,
         version_id=version_id,
-        offset=offset,
-        limit=limit,
-    )
-    return Page(
-        items=[r.to_dict() for r in page.items],
-        total=page.total,
         offset=page.offset,
         limit=page.limit,
+    )
+    return Page(
+        items=[r.to_dict() for r in found.items],
+        total=found.total,
+        offset=found.offset,
+        limit=found.limit,
     )
 
 

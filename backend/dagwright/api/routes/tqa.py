@@ -14,12 +14,13 @@ import asyncio
 from collections.abc import AsyncIterator
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query, Response
+from fastapi import APIRouter, Depends, Response
 from fastapi.responses import JSONResponse
 from fastapi.sse import EventSourceResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from dagwright.api.routes.access import Admin
+from dagwright.api.schemas import Paging
 from dagwright.api.state import Services, services
 from dagwright.api.streaming import sse
 from dagwright.tqa.conversation import AskRequest, Turn
@@ -110,14 +111,9 @@ async def ask(body: AskIn, s: Deps) -> Any:
 
 
 @router.get("/conversations")
-async def list_conversations(
-    s: Deps,
-    offset: Annotated[int, Query(ge=0)] = 0,
-    limit: Annotated[int, Query(ge=1, le=200)] = 50,
-    status: str | None = None,
-) -> dict[str, Any]:
+async def list_conversations(s: Deps, page: Paging, status: str | None = None) -> dict[str, Any]:
     """Newest first, without their turns."""
-    return await asyncio.to_thread(s.tqa.conversations.list, offset, limit, status)
+    return await asyncio.to_thread(s.tqa.conversations.list, page.offset, page.limit, status)
 
 
 @router.get("/conversations/{conversation_id}")
