@@ -1,1 +1,5 @@
 """Persistence: SQLModel tables, the database engine, and migrations run at start-up."""
+
+# The evaluation tables live in their own module; importing it here puts them on
+# SQLModel.metadata whichever store module is imported first (migrations compare against it).
+from dagwright.store import evaluation_models as _evaluation_models  # noqa: F401
