@@ -3,7 +3,7 @@
 // so the server sends only what was missed. The reducer ignores ids it applied already, so a
 // resumed stream never duplicates tokens.
 
-import { ApiError, request } from "../api/http";
+import { ADMIN_TOKEN_EVENT, ApiError, adminToken, request } from "../api/http";
 import { readSse, SseParser, type SseMessage } from "./sse";
 import type { DebugRunBody, Page, RunRecord } from "./types";
 
@@ -48,7 +48,15 @@ function defaultSleep(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
-/** An ApiError from a non-2xx response with the API's {"error": {code, message}} body. */
+/** `headers` with the admin token, sent as the editor's other calls send it (api/http.ts):
+ *  the editor API needs it when the server listens beyond loopback (docker-compose). */
+export function withAdminToken(headers: Record<string, string>): Record<string, string> {
+  const token = adminToken();
+  return token ? { ...headers, Authorization: `Bearer ${token}` } : headers;
+}
+
+/** An ApiError from a non-2xx response with the API's {"error": {code, message}} body. A
+ *  refused or missing admin token asks for it again (the editor's token prompt). */
 export async function apiErrorOf(response: Response): Promise<ApiError> {
   const text = await response.text().catch(() => "");
   let error: { code?: string; message?: string } | undefined;
@@ -56,6 +64,10 @@ export async function apiErrorOf(response: Response): Promise<ApiError> {
     error = (JSON.parse(text) as { error?: { code?: string; message?: string } }).error;
   } catch {
     error = undefined;
+  }
+  const tokenRefused = error?.code === "admin_token_required" || error?.code === "admin_token_invalid";
+  if ((response.status === 401 || tokenRefused) && typeof window !== "undefined") {
+    window.dispatchEvent(new Event(ADMIN_TOKEN_EVENT));
   }
   return new ApiError(
     response.status,
@@ -177,7 +189,10 @@ export async function followRun(options: FollowOptions): Promise<void> {
     try {
       const last = options.lastEventId();
       const response = await fetchImpl(`/api/v1/runs/${encodeURIComponent(runId)}/events`, {
-        headers: { Accept: "text/event-stream", ...(last >= 0 ? { "Last-Event-ID": String(last) } : {}) },
+        headers: withAdminToken({
+          Accept: "text/event-stream",
+          ...(last >= 0 ? { "Last-Event-ID": String(last) } : {}),
+        }),
         signal: conn.signal,
       });
       if (!response.ok) {
@@ -208,7 +223,7 @@ export async function followRun(options: FollowOptions): Promise<void> {
 export function startDebugRun(body: DebugRunBody, signal: AbortSignal): Promise<Response> {
   return fetch("/api/v1/runs/debug", {
     method: "POST",
-    headers: { "Content-Type": "application/json", Accept: "text/event-stream" },
+    headers: withAdminToken({ "Content-Type": "application/json", Accept: "text/event-stream" }),
     body: JSON.stringify(body),
     signal,
   });
@@ -216,7 +231,7 @@ export function startDebugRun(body: DebugRunBody, signal: AbortSignal): Promise<
 
 export function followRunEvents(runId: string, signal: AbortSignal): Promise<Response> {
   return fetch(`/api/v1/runs/${encodeURIComponent(runId)}/events`, {
-    headers: { Accept: "text/event-stream" },
+    headers: withAdminToken({ Accept: "text/event-stream" }),
     signal,
   });
 }
