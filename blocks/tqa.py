@@ -1,5 +1,7 @@
-"""AutoTQA as a block: a flow with `autotqa_ask` can be published, so the whole agent group
-answers behind one endpoint."""
+"""AutoTQA's blocks: `autotqa_ask` (a flow with it can be published, so the whole agent group
+answers behind one endpoint), `autotqa_execute` (the Executor agent's flow: it chooses the
+tool app the Engineer asked for and calls it) and `python_code` (the Python tool's sandboxed
+program)."""
 
 from __future__ import annotations
 
@@ -8,8 +10,11 @@ from typing import Any, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from dagwright.errors import DagwrightError
+from dagwright.invocation import AppInvoker
 from dagwright.registry import NodeContext, block
 from dagwright.tqa.access import TqaAccess
+from dagwright.tqa.executor import choose_tool
 
 
 class AskConfig(BaseModel):
@@ -18,9 +23,11 @@ class AskConfig(BaseModel):
     scheduler: Literal["fsm", "llm", "rolling"] = Field(
         "fsm", description="Who speaks next: the state machine, a model, or a fixed rotation."
     )
-    max_rounds: int = Field(12, ge=1, le=100, description="Agent turns before giving up.")
-    dataset: str | None = Field(None, description="The dataset whose hints the agents get.")
-    sop: str = Field("", description="The dataset's standard operating procedure.")
+    max_rounds: int = Field(50, ge=1, le=100, description="Agent turns before giving up.")
+    dataset: str | None = Field(
+        None, description="The TQA dataset (profile): its SOP, examples and hints."
+    )
+    sop: str = Field("", description="Added to the dataset's standard operating procedure.")
     answer_format: str | None = Field(
         None, description="A format to fill (Jinja2 over the answer's fields)."
     )
@@ -55,6 +62,58 @@ async def autotqa_ask(config: AskConfig, ctx: NodeContext, question: str) -> Ask
         "conversation_id": str(done.get("id")),
         "evidence": list(answer.get("evidence") or []),
     }
+
+
+class ExecuteOutput(TypedDict):
+    tool: str | None
+    app: str | None
+    inputs: dict[str, Any]
+    outputs: dict[str, Any]
+    error: str | None
+
+
+@block(
+    "autotqa_execute",
+    category="invoke",
+    description="AutoTQA's Executor: call the tool app the Engineer asked for; a failure "
+    "comes back on `error`.",
+    example="request {tool: text_to_sql, input: {}} -> the tool's rows, SQL and error",
+)
+async def autotqa_execute(
+    ctx: NodeContext,
+    request: dict[str, Any],
+    tools: dict[str, Any],
+    context: dict[str, Any] | None = None,
+) -> ExecuteOutput:
+    """Chooses the app of the tool the Engineer's `request` ({tool, input}) names among the
+    registered `tools` ({name: {app}}), fills the built-in tools' inputs the Engineer left out
+    from the `context` (question, hints, feedback of the failed attempt, few-shot examples)
+    and calls the app (a child run: open it from this run's trace). A tool that is not
+    registered or whose run fails comes back on `error` (`code: message`), so the Engineer
+    can correct its request."""
+    try:
+        name, app, inputs = choose_tool(request, tools, context or {})
+    except DagwrightError as exc:
+        return {
+            "tool": None,
+            "app": None,
+            "inputs": {},
+            "outputs": {},
+            "error": f"{exc.code}: {exc.message}",
+        }
+    try:
+        outputs = await ctx.service(AppInvoker).invoke(
+            app, None, inputs, parent_run_id=ctx.run_id, parent_node=ctx.node_id
+        )
+    except DagwrightError as exc:
+        return {
+            "tool": name,
+            "app": app,
+            "inputs": inputs,
+            "outputs": {},
+            "error": f"{exc.code}: {exc.message}",
+        }
+    return {"tool": name, "app": app, "inputs": inputs, "outputs": outputs, "error": None}
 
 
 class PythonCodeConfig(BaseModel):

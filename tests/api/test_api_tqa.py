@@ -334,7 +334,7 @@ async def test_agents_called_by_url_with_api_keys(api: Api) -> None:
     from dagwright.tqa.tools import Tool
 
     api.http.post("/api/v1/tqa/publish", json={})
-    slugs = ["autotqa-planner", "autotqa-engineer", "autotqa-critic", "autotqa-text-to-sql"]
+    slugs = ["autotqa-planner", "autotqa-engineer", "autotqa-critic", "autotqa-executor"]
     caller = HttpAgentCaller(api.base_url, {slug: api.new_key(slug) for slug in slugs})
     registered = api.http.get("/api/v1/tqa/tools").json()
     tools = [

@@ -1,5 +1,5 @@
-"""The AutoTQA flows are valid, and publishing with an examples namespace puts a few_shot
-node in the text-to-SQL tool."""
+"""The AutoTQA flows are valid, and the same for every dataset: what differs per dataset (SOP,
+examples, hints) reaches them as inputs."""
 
 from __future__ import annotations
 
@@ -21,13 +21,19 @@ def test_every_flow_is_valid(registry: Registry, file: str) -> None:
     assert analysis.ok, analysis.problems
 
 
-def test_an_examples_namespace_adds_few_shot_retrieval(registry: Registry) -> None:
-    flow = load_flow("text_to_sql.json", examples_namespace="sql-examples")
+@pytest.mark.parametrize(
+    "file",
+    ["planner.json", "engineer.json", "critic.json", "text_to_sql.json", "python_on_tables.json"],
+)
+def test_every_agent_and_tool_takes_examples_as_an_input(file: str) -> None:
+    flow = load_flow(file)
     examples = next(n for n in flow["nodes"] if n["id"] == "examples")
-    assert examples["block"] == "few_shot"
-    assert examples["config"]["namespace"] == "sql-examples"
-    assert {"node": "examples", "port": "query"} in [e["target"] for e in flow["edges"]]
-    analysis = analyse(parse_flow(flow), registry)
-    assert analysis.ok, analysis.problems
-    plain = load_flow("text_to_sql.json")
-    assert next(n for n in plain["nodes"] if n["id"] == "examples")["block"] == "text_input"
+    assert examples["block"] == "text_input"
+    assert examples["config"]["default"] == ""
+
+
+def test_the_python_tool_takes_a_task_and_writes_its_own_code() -> None:
+    flow = load_flow("python_on_tables.json")
+    inputs = {n["config"]["name"] for n in flow["nodes"] if n["block"] == "text_input"}
+    assert inputs == {"task", "hints", "feedback", "examples"}
+    assert any(n["block"] == "schema_lookup" for n in flow["nodes"])

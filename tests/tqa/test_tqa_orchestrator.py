@@ -11,12 +11,15 @@ from typing import Any
 
 import pytest
 
+from dagwright.errors import DagwrightError
 from dagwright.secrets import EnvSecrets
 from dagwright.services.data_sources import demo_sources, engine_over, fixed_sources
 from dagwright.tabular import TableAccess
 from dagwright.tqa.agents import AgentCaller, AgentCallError, AgentReply, normal_usage
-from dagwright.tqa.conversation import AskRequest, Turn
+from dagwright.tqa.conversation import AskRequest, Conversation, Turn
+from dagwright.tqa.executor import choose_tool
 from dagwright.tqa.hints import empty_result_hints, error_hints
+from dagwright.tqa.knowledge import Knowledge, KnowledgeSource
 from dagwright.tqa.orchestrator import Orchestrator
 from dagwright.tqa.tools import Tool
 
@@ -35,12 +38,38 @@ class Scripted(AgentCaller):
         self, app: str, inputs: Mapping[str, Any], *, time_limit: float | None = None
     ) -> AgentReply:
         self.calls.append(app)
-        try:
-            outputs = self.agents[app.removeprefix("autotqa-")](inputs)
-        except AgentCallError:
-            raise
+        if app == "autotqa-executor":
+            return AgentReply(self.execute(inputs), None, None, 0.0)
+        outputs = self.agents[app.removeprefix("autotqa-")](inputs)
         usage = normal_usage({"prompt_tokens": 3, "completion_tokens": 2})
         return AgentReply(outputs, usage, None, 0.0)
+
+    def execute(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
+        """The Executor flow's work: the shared choice, then the tool app's function."""
+        try:
+            name, app, given = choose_tool(inputs["request"], inputs["tools"], inputs["context"])
+        except DagwrightError as exc:
+            return {"tool": None, "inputs": {}, "outputs": {}, "error": f"{exc.code}: {exc}"}
+        outputs = self.agents[app.removeprefix("autotqa-")](given)
+        return {"tool": name, "app": app, "inputs": given, "outputs": outputs, "error": None}
+
+
+class Known(KnowledgeSource):
+    """A dataset's knowledge without a database: a hint and an example per role."""
+
+    def __init__(self) -> None:
+        self.learned: list[str] = []
+
+    async def gather(self, request: AskRequest) -> Knowledge:
+        hints = [f"hint of {request.dataset}"] if request.dataset else []
+        return Knowledge(sop=f"SOP of {request.dataset}", hints=hints)
+
+    async def examples(self, knowledge: Knowledge, role: str, query: str) -> str:
+        return f"{role} example for {query}"
+
+    async def learn(self, conversation: Conversation) -> list[dict[str, Any]]:
+        self.learned.append(conversation.id)
+        return []
 
 
 def plan(_: Mapping[str, Any]) -> dict[str, Any]:
@@ -60,9 +89,7 @@ def never_done(_: Mapping[str, Any]) -> dict[str, Any]:
 
 
 def orchestrator(caller: AgentCaller, tables: TableAccess | None = None) -> Orchestrator:
-    return Orchestrator(
-        caller, tools=lambda: TOOLS, hints=lambda d: [f"hint of {d}"], tables=tables
-    )
+    return Orchestrator(caller, tools=lambda: TOOLS, knowledge=Known(), tables=tables)
 
 
 async def test_the_round_limit_is_reported_never_answered() -> None:
@@ -79,7 +106,8 @@ async def test_the_round_limit_is_reported_never_answered() -> None:
     # the Engineer's text input became the tool's question
     assert done.turns[3].tool_call is not None
     assert done.turns[3].tool_call.input["question"] == "the bonus"
-    assert done.usage["total_tokens"] == 5 * 9  # every turn but the User's
+    # every model turn (these Executor turns report no usage of their own)
+    assert done.usage["total_tokens"] == 5 * sum(t.agent != "Executor" for t in done.turns[1:])
     assert done.timing["orchestrator_s"] >= 0
 
 
@@ -194,3 +222,63 @@ async def test_an_empty_result_brings_hints_to_the_engineer(figure1: TableAccess
     assert "hint of figure1" in call.hints
     assert "has 'Tom'" in seen_hints[-1]
     assert "EMPTY" in done.turns[3].text
+
+
+async def test_knowledge_reaches_each_agent_and_tool_and_the_critic_terminates() -> None:
+    seen: dict[str, Mapping[str, Any]] = {}
+
+    def keep(name: str, answer: dict[str, Any]) -> Callable[[Mapping[str, Any]], dict[str, Any]]:
+        def agent(inputs: Mapping[str, Any]) -> dict[str, Any]:
+            seen[name] = inputs
+            return answer
+
+        return agent
+
+    reported = {"decision": {"action": "report", "report": "The bonus is 1569."}}
+    engineer_turns = iter([tool_request({}), reported])
+
+    def engineer(inputs: Mapping[str, Any]) -> dict[str, Any]:
+        seen["engineer"] = inputs
+        return next(engineer_turns)
+
+    done_verdict = {"verdict": {"complete": True, "answer": 1569}}
+    caller = Scripted(
+        planner=keep("planner", {"plan": "1. query"}),
+        engineer=engineer,
+        text_to_sql=keep("text_to_sql", rows({})),
+        critic=keep("critic", done_verdict),
+    )
+    knowledge = Known()
+    done = await Orchestrator(caller, tools=lambda: TOOLS, knowledge=knowledge).ask(
+        AskRequest(question="bonus of Tom?", dataset="d1")
+    )
+    assert done.status == "completed"
+    assert seen["planner"]["sop"] == "SOP of d1"
+    assert seen["planner"]["examples"] == "planner example for bonus of Tom?"
+    assert seen["engineer"]["examples"] == "engineer example for bonus of Tom?"
+    assert seen["text_to_sql"]["examples"] == "text_to_sql example for the bonus"
+    assert seen["text_to_sql"]["hints"] == "- hint of d1"
+    # the Critic's examples are looked up by the report it judges
+    assert seen["critic"]["examples"] == "critic example for The bonus is 1569."
+    critic = done.turns[-1]
+    assert critic.text == "The bonus is 1569.\nTERMINATE"  # the report, reiterated
+    assert done.answer is not None
+    assert done.answer["text"] == "The bonus is 1569."
+    assert knowledge.learned == [done.id]
+    assert "SOP:\nSOP of d1" in done.turns[0].text
+
+
+async def test_gaps_go_to_the_planner_in_the_papers_form() -> None:
+    report = {"decision": {"action": "report", "report": "nothing yet"}}
+    caller = Scripted(planner=plan, engineer=lambda _: report, critic=never_done)
+    done = await orchestrator(caller).ask(AskRequest(question="q", max_rounds=6))
+    critic = next(t for t in done.turns if t.agent == "Critic")
+    assert critic.text == "GAPS for the Planner:\n- more"
+    after = done.turns[critic.seq + 1]
+    assert after.agent == "Planner"
+    assert after.scheduler is not None
+    assert after.scheduler.reason == "Critic -> Planner: gaps to plan for"
+
+
+def test_the_default_round_limit_is_the_papers() -> None:
+    assert AskRequest(question="q").max_rounds == 50

@@ -94,7 +94,7 @@ async def serving(app: FastAPI, settings: ServerSettings) -> AsyncIterator[None]
         runs.start_writer()
         stack.push_async_callback(runs.close)
         # AutoTQA: its agents are published apps, called through the run service.
-        tqa = TqaService(engine, apps, runs, data)
+        tqa = TqaService(engine, apps, runs, data, examples=examples)
         blocks_services[TqaAccess] = tqa
         stack.push_async_callback(tqa.close)  # before the runs close (callbacks run LIFO)
         keys = KeyService(engine)

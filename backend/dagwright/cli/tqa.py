@@ -1,6 +1,8 @@
 """`dagwright tqa`: AutoTQA from the terminal — publish the agents, ask a question and watch
-the conversation turn by turn, list and replay conversations, edit hints and tools. It uses
-the same database, sources and model providers as `dagwright serve` (the data directory)."""
+the conversation turn by turn, list and replay conversations, edit the TQA datasets (sources,
+versioned SOP, example namespaces), their hints (confirm, edit or drop learned ones) and the
+tools. It uses the same database, sources and model providers as `dagwright serve` (the data
+directory), so what one command stores the next one (or the server) uses."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import json
 import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
@@ -20,11 +23,18 @@ if TYPE_CHECKING:
 
 tqa_app = typer.Typer(help="AutoTQA: agents answering questions over tables.", no_args_is_help=True)
 hints_app = typer.Typer(
-    help="Common knowledge per dataset, given to the Engineer.", no_args_is_help=True
+    help="Common knowledge per dataset, given to the Engineer: written, or learned from "
+    "retries (candidates to confirm, edit or drop).",
+    no_args_is_help=True,
 )
 tools_app = typer.Typer(help="Published apps the Executor may call.", no_args_is_help=True)
+datasets_app = typer.Typer(
+    help="TQA datasets (profiles): sources, SOP (versioned), example namespaces per agent.",
+    no_args_is_help=True,
+)
 tqa_app.add_typer(hints_app, name="hints")
 tqa_app.add_typer(tools_app, name="tools")
+tqa_app.add_typer(datasets_app, name="datasets")
 
 T = TypeVar("T")
 
@@ -114,6 +124,18 @@ def format_outcome(conversation: Mapping[str, Any]) -> str:
     else:
         error = conversation.get("error") or {}
         lines = [typer.style(f"no answer: {status}: {error.get('message')}", bold=True)]
+    profile = conversation.get("profile")
+    if profile:
+        used = len(profile.get("learned_hints") or [])
+        lines.append(
+            f"dataset {profile['name']}: SOP v{profile.get('sop_version', 0)}, "
+            f"{used} learned hint(s) given"
+        )
+        if profile.get("learned"):
+            lines.append(
+                f"learned {len(profile['learned'])} candidate hint(s): "
+                f"dagwright tqa hints list {profile['name']} --status candidate"
+            )
     lines.append(f"{conversation.get('rounds')} rounds, {cost}; conversation {conversation['id']}")
     if usage.get("scripted"):
         lines.append("note: dagwright's scripted model played the agents: scripted, not a model's")
@@ -121,15 +143,12 @@ def format_outcome(conversation: Mapping[str, Any]) -> str:
 
 
 @tqa_app.command("publish")
-def publish(
-    examples_namespace: Annotated[
-        str | None, typer.Option(help="Few-shot examples ({question, sql}) for text-to-SQL.")
-    ] = None,
-) -> None:
-    """Create or update and publish the AutoTQA apps from flows/autotqa."""
+def publish() -> None:
+    """Create or update and publish the AutoTQA apps from flows/autotqa (the same for every
+    dataset; examples and SOPs are set per dataset: `dagwright tqa datasets`)."""
 
     async def work(tqa: TqaService) -> list[dict[str, Any]]:
-        return await asyncio.to_thread(tqa.publish, examples_namespace)
+        return await asyncio.to_thread(tqa.publish)
 
     for item in _with_tqa(work):
         state = "published" if item["changed"] else "unchanged"
@@ -143,9 +162,13 @@ def ask(
         str, typer.Option(help="demo: the Figure 1 demo sources on; all: as configured.")
     ] = "demo",
     scheduler: Annotated[str, typer.Option(help="fsm, llm or rolling.")] = "fsm",
-    max_rounds: Annotated[int, typer.Option(help="Agent turns before giving up.")] = 12,
-    dataset: Annotated[str | None, typer.Option(help="Whose hints to use.")] = None,
-    sop: Annotated[str, typer.Option(help="The dataset's standard procedure.")] = "",
+    max_rounds: Annotated[
+        int, typer.Option(help="Agent turns before giving up (the paper's 50).")
+    ] = 50,
+    dataset: Annotated[
+        str | None, typer.Option(help="The TQA dataset: its SOP, examples and hints.")
+    ] = None,
+    sop: Annotated[str, typer.Option(help="Added to the dataset's SOP.")] = "",
     answer_format: Annotated[str | None, typer.Option(help="A format to fill.")] = None,
     as_json: Annotated[
         bool, typer.Option("--json", help="Print the conversation as JSON.")
@@ -278,14 +301,19 @@ def show_conversation(
 
 
 @hints_app.command("list")
-def hints_list(dataset: Annotated[str | None, typer.Argument()] = None) -> None:
-    """The hints (of one dataset, or all)."""
+def hints_list(
+    dataset: Annotated[str | None, typer.Argument()] = None,
+    status: Annotated[
+        str | None, typer.Option(help="confirmed, candidate (learned) or dropped.")
+    ] = None,
+) -> None:
+    """The hints (of one dataset, or all): id, dataset, status, source, text."""
 
     async def work(tqa: TqaService) -> list[Any]:
-        return await asyncio.to_thread(tqa.hints.list, dataset)
+        return await asyncio.to_thread(tqa.hints.list, dataset, status)
 
     for hint in _with_tqa(work):
-        typer.echo(f"{hint.id}  {hint.dataset:<16} {hint.text}")
+        typer.echo(f"{hint.id}  {hint.dataset:<16} {hint.status:<9} {hint.source:<7} {hint.text}")
 
 
 @hints_app.command("add")
@@ -306,6 +334,25 @@ def hints_edit(hint_id: str, text: str) -> None:
         return await asyncio.to_thread(tqa.hints.update, hint_id, text)
 
     _with_tqa(work)
+
+
+def _set_status(hint_id: str, status: str) -> None:
+    async def work(tqa: TqaService) -> Any:
+        return await asyncio.to_thread(tqa.hints.update, hint_id, None, status)
+
+    _with_tqa(work)
+
+
+@hints_app.command("confirm")
+def hints_confirm(hint_id: str) -> None:
+    """Confirm a learned candidate."""
+    _set_status(hint_id, "confirmed")
+
+
+@hints_app.command("drop")
+def hints_drop(hint_id: str) -> None:
+    """Drop a hint: kept (so the lesson is not learned again) but never given."""
+    _set_status(hint_id, "dropped")
 
 
 @hints_app.command("remove")
@@ -351,5 +398,153 @@ def tools_remove(name: str) -> None:
 
     async def work(tqa: TqaService) -> None:
         await asyncio.to_thread(tqa.tools.delete, name)
+
+    _with_tqa(work)
+
+
+def _namespaces(values: list[str]) -> dict[str, str]:
+    found: dict[str, str] = {}
+    for value in values:
+        role, sep, namespace = value.partition("=")
+        if not sep:
+            typer.echo(f"error: --examples {value!r}: ROLE=NAMESPACE", err=True)
+            raise typer.Exit(2)
+        found[role.strip()] = namespace.strip()
+    return found
+
+
+def _sop_text(sop: str | None, sop_file: Path | None) -> str | None:
+    return sop_file.read_text(encoding="utf-8") if sop_file is not None else sop
+
+
+def _show_profile(profile: Mapping[str, Any]) -> None:
+    typer.echo(f"{profile['name']}  {profile['description']}")
+    typer.echo(f"  sources: {', '.join(profile['sources']) or '(all)'}")
+    for role, namespace in sorted(profile["namespaces"].items()):
+        typer.echo(f"  examples of {role}: {namespace}")
+    typer.echo(
+        f"  examples per question: {profile['examples_k']}, learned hints: {profile['hints_k']}"
+    )
+    typer.echo(f"  SOP version {profile['sop_version']}:")
+    for line in str(profile["sop"]).splitlines():
+        typer.echo(f"    {line}")
+
+
+SourcesOption = Annotated[
+    str | None, typer.Option(help="The data sources it covers, comma-separated.")
+]
+ExamplesOption = Annotated[
+    list[str],
+    typer.Option(
+        "--examples",
+        help="ROLE=NAMESPACE (planner, engineer, critic, text_to_sql, python); repeat.",
+    ),
+]
+SopOption = Annotated[str | None, typer.Option(help="The SOP's text (a new version).")]
+SopFileOption = Annotated[
+    Path | None, typer.Option(help="Read the SOP from this file.", exists=True, dir_okay=False)
+]
+
+
+@datasets_app.command("list")
+def datasets_list() -> None:
+    """The TQA datasets."""
+
+    async def work(tqa: TqaService) -> list[Any]:
+        return await asyncio.to_thread(tqa.profiles.list)
+
+    for profile in _with_tqa(work):
+        roles = ",".join(sorted(profile.namespaces)) or "-"
+        typer.echo(
+            f"{profile.name:<20} SOP v{profile.sop_version:<3} examples: {roles:<30} "
+            f"{profile.description[:40]}"
+        )
+
+
+@datasets_app.command("show")
+def datasets_show(name: str) -> None:
+    """One dataset with its current SOP."""
+
+    async def work(tqa: TqaService) -> Any:
+        return await asyncio.to_thread(tqa.profiles.get, name)
+
+    _show_profile(_with_tqa(work).to_dict())
+
+
+@datasets_app.command("create")
+def datasets_create(
+    name: str,
+    description: Annotated[str, typer.Option(help="What it covers.")] = "",
+    sources: SourcesOption = None,
+    examples: ExamplesOption = [],  # noqa: B006 (typer reads the default, never mutates it)
+    examples_k: Annotated[int, typer.Option(help="Examples per question.")] = 3,
+    hints_k: Annotated[int, typer.Option(help="Learned hints per question.")] = 3,
+    sop: SopOption = None,
+    sop_file: SopFileOption = None,
+) -> None:
+    """Create a TQA dataset."""
+    settings: dict[str, Any] = {
+        "description": description,
+        "sources": [s.strip() for s in sources.split(",") if s.strip()] if sources else [],
+        "namespaces": _namespaces(examples),
+        "examples_k": examples_k,
+        "hints_k": hints_k,
+        "sop": _sop_text(sop, sop_file),
+    }
+
+    async def work(tqa: TqaService) -> Any:
+        return await asyncio.to_thread(lambda: tqa.create_profile(name, **settings))
+
+    _show_profile(_with_tqa(work).to_dict())
+
+
+@datasets_app.command("update")
+def datasets_update(
+    name: str,
+    description: Annotated[str | None, typer.Option(help="What it covers.")] = None,
+    sources: SourcesOption = None,
+    examples: ExamplesOption = [],  # noqa: B006 (typer reads the default, never mutates it)
+    examples_k: Annotated[int | None, typer.Option(help="Examples per question.")] = None,
+    hints_k: Annotated[int | None, typer.Option(help="Learned hints per question.")] = None,
+    sop: SopOption = None,
+    sop_file: SopFileOption = None,
+    note: Annotated[str, typer.Option(help="What the new SOP version changes.")] = "",
+) -> None:
+    """Change a TQA dataset; a different SOP becomes its next version."""
+    settings: dict[str, Any] = {
+        "description": description,
+        "sources": [s.strip() for s in sources.split(",") if s.strip()] if sources else None,
+        "namespaces": _namespaces(examples) if examples else None,
+        "examples_k": examples_k,
+        "hints_k": hints_k,
+        "sop": _sop_text(sop, sop_file),
+        "sop_note": note,
+    }
+
+    async def work(tqa: TqaService) -> Any:
+        return await asyncio.to_thread(lambda: tqa.update_profile(name, **settings))
+
+    _show_profile(_with_tqa(work).to_dict())
+
+
+@datasets_app.command("sops")
+def datasets_sops(name: str) -> None:
+    """Every version of the dataset's SOP, newest first."""
+
+    async def work(tqa: TqaService) -> list[dict[str, Any]]:
+        return await asyncio.to_thread(tqa.profiles.sops, name)
+
+    for version in _with_tqa(work):
+        typer.echo(f"v{version['version']}  {version['created_at'][:19]}  {version['note']}")
+        for line in str(version["text"]).splitlines():
+            typer.echo(f"    {line}")
+
+
+@datasets_app.command("delete")
+def datasets_delete(name: str) -> None:
+    """Delete a TQA dataset, its SOP versions and its hints."""
+
+    async def work(tqa: TqaService) -> None:
+        await asyncio.to_thread(tqa.profiles.delete, name)
 
     _with_tqa(work)

@@ -179,6 +179,8 @@ class TqaConversation(SQLModel, table=True):
     scheduler: str = Field(max_length=16)  # fsm | llm | rolling
     max_rounds: int
     answer_format: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    # The TQA profile as this conversation used it: SOP version, namespaces, hints retrieved.
+    profile: dict[str, Any] | None = _json()
     # running | completed | round_limit | failed
     status: str = Field(max_length=16)
     rounds: int = 0
@@ -222,8 +224,52 @@ class TqaHint(SQLModel, table=True):
     id: str = Field(default_factory=new_id, primary_key=True, max_length=32)
     dataset: str = Field(index=True, max_length=64)
     text: str = Field(sa_column=Column(Text, nullable=False))
+    # confirmed | candidate (learned, not yet reviewed) | dropped (kept so it is not relearned)
+    status: str = Field(default="confirmed", max_length=16)
+    source: str = Field(default="manual", max_length=16)  # manual | learned
+    # A learned hint: the question it was learned on (what similarity is measured against),
+    # the conversation, and what happened (error, failed and fixed SQL, tables).
+    question: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
+    conversation_id: str | None = Field(default=None, max_length=32)
+    details: dict[str, Any] | None = _json()
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
+
+
+class TqaDataset(SQLModel, table=True):
+    """An AutoTQA profile ("TQA dataset"): a named set of data sources with its SOP (current
+    version; the versions are `tqa_dataset_sops`), the example namespaces of each agent and
+    tool, and how many examples and learned hints to retrieve per question."""
+
+    __tablename__ = "tqa_datasets"
+
+    name: str = Field(primary_key=True, max_length=64)
+    description: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
+    sources: list[str] | None = _json()
+    # {"planner"|"engineer"|"critic"|"text_to_sql"|"python": namespace}
+    namespaces: dict[str, str] | None = _json()
+    examples_k: int = 3
+    hints_k: int = 3
+    sop_version: int = 0  # 0: no SOP yet
+    created_at: datetime = Field(default_factory=utcnow)
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class TqaDatasetSop(SQLModel, table=True):
+    """One version of a TQA profile's standard operating procedure (never changed: an edit
+    is a new version)."""
+
+    __tablename__ = "tqa_dataset_sops"
+
+    dataset: str = Field(
+        sa_column=Column(
+            String(64), ForeignKey("tqa_datasets.name"), primary_key=True, nullable=False
+        )
+    )
+    version: int = Field(primary_key=True)
+    text: str = Field(sa_column=Column(Text, nullable=False))
+    note: str = Field(default="", max_length=500)
+    created_at: datetime = Field(default_factory=utcnow)
 
 
 class TqaTool(SQLModel, table=True):

@@ -15,6 +15,8 @@ import httpx
 from dagwright.errors import DagwrightError
 
 if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
     from dagwright.services.apps import AppService
     from dagwright.services.runs import RunService
 
@@ -24,6 +26,7 @@ AGENT_APPS = {
     "Engineer": "autotqa-engineer",
     "Critic": "autotqa-critic",
     "scheduler": "autotqa-scheduler",
+    "Executor": "autotqa-executor",
 }
 
 
@@ -71,12 +74,38 @@ class AgentCaller:
         raise NotImplementedError
 
 
-class InProcessAgentCaller(AgentCaller):
-    """Through this process's run service: each call is a recorded run (mode `tqa`)."""
+def _children_usage(engine: Engine, run_id: str) -> list[dict[str, Any]]:
+    """The usage of the runs a run invoked (the Executor's tool runs), as recorded."""
+    from sqlalchemy import select
+    from sqlmodel import Session
 
-    def __init__(self, apps: AppService, runs: RunService) -> None:
+    from dagwright.store.models import Run
+
+    with Session(engine) as db:
+        rows = db.execute(
+            select(Run.usage).where(Run.parent_run_id == run_id)  # type: ignore[arg-type]
+        ).scalars()
+        return [dict(usage) for usage in rows if usage]
+
+
+def _add(usage: dict[str, Any] | None, more: list[dict[str, Any]]) -> dict[str, Any] | None:
+    if not more:
+        return usage
+    total = dict(usage or {})
+    for extra in more:
+        for key in ("prompt_tokens", "completion_tokens", "cost", "calls"):
+            total[key] = (total.get(key) or 0) + (extra.get(key) or 0)
+    return total
+
+
+class InProcessAgentCaller(AgentCaller):
+    """Through this process's run service: each call is a recorded run (mode `tqa`). With
+    `engine`, a run's usage includes that of the runs it invoked (the Executor's tools)."""
+
+    def __init__(self, apps: AppService, runs: RunService, engine: Engine | None = None) -> None:
         self._apps = apps
         self._runs = runs
+        self._engine = engine
 
     async def call(
         self, app: str, inputs: Mapping[str, Any], *, time_limit: float | None = None
@@ -110,7 +139,10 @@ class InProcessAgentCaller(AgentCaller):
                 str(error.get("code") or "agent_failed"),
                 record.id,
             )
-        usage = normal_usage(record.usage)
+        total = record.usage
+        if self._engine is not None:
+            total = _add(total, await asyncio.to_thread(_children_usage, self._engine, record.id))
+        usage = normal_usage(total)
         if usage is not None:
             # Say when the scripted model answered (never present its answers as a model's).
             usage["scripted"] = any(

@@ -78,8 +78,9 @@ def build_answer(
         columns = list(dict.fromkeys(key for row in value for key in row))
         table = {"columns": columns, "rows": value}
     if text is None:
-        summary = str(verdict.get("summary") or "").strip()
-        summary = summary.removeprefix("TERMINATE").lstrip(":.- ").strip()
+        # The Critic's report (the Engineer's, reiterated), without its TERMINATE.
+        summary = str(verdict.get("report") or verdict.get("summary") or "").strip()
+        summary = summary.replace("TERMINATE", "").strip().lstrip(":.- ").strip()
         text = summary or str(value)
     return {
         "form": form,

@@ -10,6 +10,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from dagwright.tqa.knowledge import Knowledge
+
 USER, PLANNER, ENGINEER, EXECUTOR, CRITIC = "User", "Planner", "Engineer", "Executor", "Critic"
 AGENTS = (USER, PLANNER, ENGINEER, EXECUTOR, CRITIC)
 # Who a scheduler may pick: the User only submits the question.
@@ -36,12 +38,19 @@ class AskRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     question: str = Field(min_length=1, max_length=20_000)
-    sop: str = Field("", max_length=50_000, description="The dataset's standard procedure.")
+    sop: str = Field(
+        "", max_length=50_000, description="Added to the dataset's standard procedure (SOP)."
+    )
     dataset: str | None = Field(
-        None, max_length=64, description="Names the hints (common knowledge) to use."
+        None,
+        max_length=64,
+        description="The TQA dataset (profile): its SOP, few-shot example namespaces and "
+        "hints. A name without a profile has only its hints.",
     )
     scheduler: SchedulerName = "fsm"
-    max_rounds: int = Field(12, ge=1, le=100, description="Agent turns before giving up.")
+    max_rounds: int = Field(
+        50, ge=1, le=100, description="Agent turns before giving up (the paper's 50)."
+    )
     answer_format: str | None = Field(
         None,
         max_length=20_000,
@@ -156,6 +165,16 @@ class Conversation:
     finished_at: datetime | None = None
     # seconds: total, in agents and tools (model and query time), and the rest (orchestrator)
     timing: dict[str, float] = field(default_factory=dict)
+    # What the agents knew (the dataset's SOP, hints, example namespaces), set by `begin`.
+    knowledge: Knowledge = field(default_factory=Knowledge)
+
+    @property
+    def sop(self) -> str:
+        return self.knowledge.sop
+
+    @property
+    def profile(self) -> dict[str, Any] | None:
+        return self.knowledge.profile
 
     @property
     def usage(self) -> dict[str, Any]:
@@ -187,7 +206,8 @@ class Conversation:
             "id": self.id,
             "question": self.request.question,
             "dataset": self.request.dataset,
-            "sop": self.request.sop,
+            "sop": self.sop,
+            "profile": self.profile,
             "scheduler": self.request.scheduler,
             "max_rounds": self.request.max_rounds,
             "answer_format": self.request.answer_format,

@@ -55,7 +55,7 @@ async def local_tqa(notice: Callable[[str], None] = print) -> AsyncIterator[TqaS
         apps = AppService(engine, Registry.default())
         runs = RunService(engine, Executor(ExecutorOptions(services=services)), "cli")
         services[AppInvoker] = InProcessInvoker(apps, runs)
-        tqa = TqaService(engine, apps, runs, data)
+        tqa = TqaService(engine, apps, runs, data, examples=examples)
         services[TqaAccess] = tqa
         runs.start_writer()
         try:

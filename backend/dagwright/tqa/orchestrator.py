@@ -2,13 +2,18 @@
 lets the agents take turns as the scheduler decides, until the Critic says the question is
 answered (TERMINATE) or the round limit is reached (`round_limit`, never an answer).
 
-- Planner, Engineer and Critic are published apps called through an `AgentCaller`; the
-  Executor is this module: it runs the tool the Engineer asked for (a published app from the
-  tool registry) and records the SQL and rows.
+- Every agent is a published app called through an `AgentCaller`: Planner, Engineer and
+  Critic are model calls; the Executor (`autotqa-executor`) chooses the tool app the
+  Engineer asked for and calls it. This module keeps the turns and records the SQL and rows.
+- Knowledge (`knowledge.py`): the dataset's SOP, its hints (written, and learned ones like
+  this question) and few-shot examples retrieved per question for each agent and tool.
 - Retry (section 4.4): an Executor error or an empty result goes back to the Engineer with
-  "common knowledge": the dataset's stored hints and hints checked against the data. The
+  "common knowledge": the dataset's hints and hints checked against the data. The
   refine-and-retry loop is the conversation itself (Executor -> Engineer -> Executor...),
-  bounded by the round limit: a DAG has no cycles, so the tool flow runs once per call.
+  bounded by the round limit: a DAG has no cycles, so the tool flow runs once per call. A
+  retry that succeeds is recorded as a candidate hint of the dataset (`learning.py`).
+- Termination (Figure 5): the Critic's complete verdict is written as the report followed by
+  TERMINATE, and a turn ending so ends the conversation.
 - Failures are turns: an agent that fails or answers what cannot be parsed gets a turn with
   its error, and the scheduler goes on; three failing turns in a row end the conversation
   (`failed`).
@@ -25,6 +30,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from dagwright.errors import DagwrightError
 from dagwright.tqa.agents import AGENT_APPS, AgentCaller, AgentCallError
 from dagwright.tqa.answers import build_answer
 from dagwright.tqa.conversation import (
@@ -39,8 +45,10 @@ from dagwright.tqa.conversation import (
     ToolCall,
     Turn,
 )
+from dagwright.tqa.executor import CONTEXT_INPUTS
 from dagwright.tqa.hints import GENERAL_HINTS, empty_result_hints, error_hints
-from dagwright.tqa.schedulers import make_scheduler, wants_tool
+from dagwright.tqa.knowledge import KnowledgeSource
+from dagwright.tqa.schedulers import TERMINATE, make_scheduler, terminated, wants_tool
 
 if TYPE_CHECKING:
     from dagwright.tabular import TableAccess
@@ -48,7 +56,9 @@ if TYPE_CHECKING:
     from dagwright.tqa.tools import Tool
 
 TurnCallback = Callable[[Turn], Awaitable[None] | None]
-TEXT_TO_SQL_APP = "autotqa-text-to-sql"
+EXECUTOR_APP = "autotqa-executor"
+# Whose examples a tool reads (the profile's namespace roles).
+TOOL_EXAMPLES = {"autotqa-text-to-sql": "text_to_sql", "autotqa-python": "python"}
 MAX_FAILED_TURNS = 3
 ROWS_SHOWN = 20
 
@@ -106,22 +116,23 @@ def render_conversation(conversation: Conversation) -> str:
 
 
 class Orchestrator:
-    """Runs conversations. `tools` and `hints` are read once per conversation (callables,
-    so the registry and the hint store stay in the database); `tables` checks hints against
-    the data; `store` records the conversation as it goes (None: in memory only)."""
+    """Runs conversations. `tools` is read once per conversation (a callable, so the
+    registry stays in the database); `knowledge` gives each conversation its dataset's SOP,
+    hints and examples and records what it learned; `tables` checks hints against the data;
+    `store` records the conversation as it goes (None: in memory only)."""
 
     def __init__(
         self,
         caller: AgentCaller,
         *,
         tools: Callable[[], Sequence[Tool]],
-        hints: Callable[[str], Sequence[str]] | None = None,
+        knowledge: KnowledgeSource | None = None,
         tables: TableAccess | None = None,
         store: ConversationStore | None = None,
     ) -> None:
         self.caller = caller
         self._tools = tools
-        self._hints = hints
+        self.knowledge = knowledge or KnowledgeSource()
         self._tables = tables
         self._store = store
 
@@ -130,8 +141,10 @@ class Orchestrator:
             await asyncio.to_thread(method, *args)
 
     async def begin(self, request: AskRequest, conversation_id: str | None = None) -> Conversation:
-        """A new conversation, recorded (without turns) before anything runs."""
+        """A new conversation with its knowledge, recorded (without turns) before anything
+        runs."""
         conversation = Conversation(conversation_id or uuid.uuid4().hex, request, _now())
+        conversation.knowledge = await self.knowledge.gather(request)
         if self._store is not None:
             await self._persist(self._store.create, conversation)
         return conversation
@@ -147,11 +160,9 @@ class Orchestrator:
             conversation = await self.begin(request)
         started = time.perf_counter()
         tools = {tool.name: tool for tool in await asyncio.to_thread(self._tools)}
-        stored_hints: list[str] = []
-        if request.dataset and self._hints is not None:
-            stored_hints = list(await asyncio.to_thread(self._hints, request.dataset))
+        knowledge = conversation.knowledge
         scheduler = make_scheduler(request.scheduler, self.caller, render_conversation)
-        state = _State(conversation, tools, stored_hints, started)
+        state = _State(conversation, tools, list(knowledge.hints), started)
 
         async def emit(turn: Turn) -> None:
             conversation.turns.append(turn)
@@ -162,8 +173,19 @@ class Orchestrator:
                 if inspect.isawaitable(result):
                     await result
 
-        user_text = request.question + (f"\nSOP:\n{request.sop}" if request.sop else "")
-        await emit(Turn(0, USER, user_text, {"question": request.question, "sop": request.sop}))
+        user_text = request.question
+        if knowledge.sources:
+            user_text += f"\nData sources: {', '.join(knowledge.sources)}"
+        if knowledge.sop:
+            user_text += f"\nSOP:\n{knowledge.sop}"
+        await emit(
+            Turn(
+                0,
+                USER,
+                user_text,
+                {"question": request.question, "sop": knowledge.sop, "dataset": request.dataset},
+            )
+        )
         agent_time = 0.0
         failures = 0
         try:
@@ -195,11 +217,10 @@ class Orchestrator:
                         f"{turn.error}",
                     }
                     break
-                verdict = turn.content if turn.agent == CRITIC and turn.error is None else None
-                if isinstance(verdict, dict) and verdict.get("complete") is True:
+                if terminated(turn):
                     conversation.status = "completed"
                     conversation.answer = build_answer(
-                        verdict, state.evidence(), request.answer_format
+                        turn.content, state.evidence(), request.answer_format
                     )
                     break
         except asyncio.CancelledError:
@@ -216,7 +237,16 @@ class Orchestrator:
             }
             if self._store is not None:
                 await asyncio.shield(self._persist(self._store.finish, conversation))
+        await self._learn(conversation)
         return conversation
+
+    async def _learn(self, conversation: Conversation) -> None:
+        """Records the lessons of the conversation's successful retries (candidate hints)."""
+        learned = await self.knowledge.learn(conversation)
+        if learned and conversation.profile is not None:
+            conversation.profile["learned"] = [hint["id"] for hint in learned]
+            if self._store is not None:
+                await self._persist(self._store.finish, conversation)
 
     # -- the agents ---------------------------------------------------------------------------
 
@@ -231,9 +261,24 @@ class Orchestrator:
         return await self._critic(seq, state)
 
     async def _model_turn(
-        self, seq: int, agent: str, inputs: dict[str, Any], output: str, state: _State
+        self,
+        seq: int,
+        agent: str,
+        inputs: dict[str, Any],
+        output: str,
+        state: _State,
+        examples: tuple[str, str],
     ) -> tuple[Turn, Any]:
+        """Calls the agent's app with `inputs` plus the few-shot examples of `examples`
+        (role, query) picked from the dataset's namespace."""
         request = state.conversation.request
+        role, query = examples
+        try:
+            inputs["examples"] = await self.knowledge.examples(
+                state.conversation.knowledge, role, query
+            )
+        except DagwrightError as exc:
+            return Turn(seq, agent, "", error={"code": exc.code, "message": exc.message}), None
         try:
             reply = await self.caller.call(
                 AGENT_APPS[agent], inputs, time_limit=request.agent_timeout_s
@@ -254,11 +299,12 @@ class Orchestrator:
             PLANNER,
             {
                 "question": request.question,
-                "sop": request.sop,
+                "sop": state.conversation.sop,
                 "conversation": render_conversation(state.conversation),
             },
             "plan",
             state,
+            ("planner", request.question),
         )
         if turn.error is None:
             turn.text = str(plan)
@@ -278,6 +324,7 @@ class Orchestrator:
             },
             "decision",
             state,
+            ("engineer", request.question),
         )
         if turn.error is not None:
             return turn
@@ -286,8 +333,6 @@ class Orchestrator:
         problem = self._check_decision(decision, state)
         if problem is not None:
             turn.error = {"code": "agent_output", "message": problem}
-        elif isinstance(decision, dict) and isinstance(decision.get("input"), str):
-            decision["input"] = {"question": decision["input"]}
         return turn
 
     @staticmethod
@@ -308,30 +353,54 @@ class Orchestrator:
         return None
 
     async def _executor(self, seq: int, state: _State) -> Turn:
+        """The Executor's turn: its app chooses the tool the Engineer asked for and calls it
+        (given the conversation's context for the built-in tools); the turn records the call,
+        its SQL and rows, or its error with the hints for a retry."""
         request = state.conversation.request
         asked = state.pending_tool_call()
         if asked is None:
             return Turn(seq, EXECUTOR, "No tool call was asked for: nothing to run.")
         decision: dict[str, Any] = asked.content
         tool = state.tools[str(decision["tool"])]
-        given = decision.get("input") or {}
-        inputs: dict[str, Any] = dict(given) if isinstance(given, dict) else {"question": given}
-        if tool.app == TEXT_TO_SQL_APP:
-            inputs.setdefault("question", request.question)
-            inputs.setdefault("hints", "\n".join(f"- {h}" for h in state.engineer_hints()))
-            inputs.setdefault("feedback", state.feedback(tool.name))
-        call = ToolCall(tool.name, tool.app, inputs)
+        given = decision.get("input")
+        call = ToolCall(tool.name, tool.app, dict(given) if isinstance(given, dict) else {})
         turn = Turn(seq, EXECUTOR, "", tool_call=call)
+        role = TOOL_EXAMPLES.get(tool.app)
+        context: dict[str, Any] = {
+            "question": request.question,
+            "hints": "\n".join(f"- {h}" for h in state.engineer_hints()),
+            "feedback": state.feedback(tool.name),
+        }
         try:
-            reply = await self.caller.call(tool.app, inputs, time_limit=request.tool_timeout_s)
+            if role is not None:
+                fills = CONTEXT_INPUTS.get(tool.app, {})
+                first = next(iter(fills), "question")
+                query = given if isinstance(given, str) else call.input.get(first)
+                context["examples"] = await self.knowledge.examples(
+                    state.conversation.knowledge, role, str(query or request.question)
+                )
+            reply = await self.caller.call(
+                EXECUTOR_APP,
+                {
+                    "request": {"tool": tool.name, "input": given},
+                    "tools": {t.name: {"app": t.app} for t in state.tools.values()},
+                    "context": context,
+                },
+                time_limit=request.tool_timeout_s,
+            )
         except AgentCallError as exc:
             code = "tool_timeout" if exc.code == "agent_timeout" else exc.code
             call.error = {"code": code, "message": exc.message}
             call.run_id = turn.run_id = exc.run_id
+        except DagwrightError as exc:  # the examples could not be retrieved
+            call.error = {"code": exc.code, "message": exc.message}
         else:
             turn.agent_time, turn.usage = reply.duration, reply.usage
             call.run_id = turn.run_id = reply.run_id
-            self._read_outputs(call, reply.outputs)
+            call.input = dict(reply.outputs.get("inputs") or call.input)
+            self._read_outputs(call, dict(reply.outputs.get("outputs") or {}))
+            if reply.outputs.get("error"):
+                call.error = _error(str(reply.outputs["error"]))
         if call.error is not None or call.empty:
             started = time.perf_counter()
             call.hints = await self._hints_for(call, state)
@@ -351,12 +420,7 @@ class Orchestrator:
         call.rows = list(rows) if isinstance(rows, list) else []
         call.row_count = int(rest.pop("row_count", len(call.rows)) or 0)
         if error:
-            code, _, message = str(error).partition(": ")
-            call.error = (
-                {"code": code, "message": message}
-                if message and code.replace("_", "").isalpha()
-                else {"code": "tool_error", "message": str(error)}
-            )
+            call.error = _error(str(error))
         call.outputs = rest or None
 
     async def _hints_for(self, call: ToolCall, state: _State) -> list[str]:
@@ -373,7 +437,11 @@ class Orchestrator:
         return list(dict.fromkeys([*found, *state.stored_hints, *general]))
 
     async def _critic(self, seq: int, state: _State) -> Turn:
+        """The Critic's verdict, written in the paper's form (Figure 5): when complete, the
+        report (the Engineer's, reiterated) followed by TERMINATE; otherwise the gaps for the
+        Planner. The structured verdict is the turn's content."""
         request = state.conversation.request
+        report = state.last_report()
         turn, verdict = await self._model_turn(
             seq,
             CRITIC,
@@ -384,20 +452,40 @@ class Orchestrator:
             },
             "verdict",
             state,
+            ("critic", report or request.question),
         )
         if turn.error is not None:
             return turn
         if isinstance(verdict, dict) and "complete" not in verdict:
-            summary = str(verdict.get("summary", ""))
-            verdict["complete"] = "TERMINATE" in summary.upper()
+            said = f"{verdict.get('summary', '')} {verdict.get('report', '')}"
+            verdict["complete"] = TERMINATE in said.upper()
         turn.content = verdict
-        turn.text = json.dumps(verdict, default=str)
         if not isinstance(verdict, dict) or not isinstance(verdict.get("complete"), bool):
+            turn.text = json.dumps(verdict, default=str)
             turn.error = {
                 "code": "agent_output",
                 "message": f"the Critic's answer has no 'complete': {turn.text[:200]}",
             }
+            return turn
+        if verdict["complete"]:
+            said = str(verdict.get("report") or verdict.get("summary") or report or "")
+            said = said.replace(TERMINATE, "").strip().lstrip(":.- ").strip()
+            said = said or str(verdict.get("answer"))
+            verdict["report"] = said
+            turn.text = f"{said}\n{TERMINATE}"
+        else:
+            gaps = verdict.get("gaps") or ["(the Critic named no gap)"]
+            lines = gaps if isinstance(gaps, list) else [gaps]
+            turn.text = "GAPS for the Planner:\n" + "\n".join(f"- {g}" for g in lines)
         return turn
+
+
+def _error(text: str) -> dict[str, Any]:
+    """A tool's `error` output (`code: message`) as {code, message}."""
+    code, _, message = text.partition(": ")
+    if message and code.replace("_", "").isalpha():
+        return {"code": code, "message": message}
+    return {"code": "tool_error", "message": text}
 
 
 class _State:
@@ -441,14 +529,27 @@ class _State:
         extra = last.hints if last is not None and (not last.ok or last.empty) else []
         return list(dict.fromkeys([*extra, *self.stored_hints]))
 
+    def last_report(self) -> str | None:
+        """The Engineer's latest report, if it has reported since the last tool call."""
+        for turn in reversed(self.conversation.turns):
+            if turn.agent == EXECUTOR:
+                return None
+            content = turn.content
+            if turn.agent == ENGINEER:
+                reported = isinstance(content, dict) and content.get("action") == "report"
+                return str(content.get("report") or "") if reported and not turn.error else None
+        return None
+
     def feedback(self, tool: str) -> str:
         """The previous call of this tool, when it failed or found nothing."""
         calls = [c for c in self.calls() if c.tool == tool]
         if not calls:
             return ""
         last = calls[-1]
+        code = (last.outputs or {}).get("code")
+        tried = f"SQL: {last.sql}" + (f"\nCode: {code}" if code else "")
         if last.error is not None:
-            return f"SQL: {last.sql}\nError: {last.error.get('code')}: {last.error.get('message')}"
+            return f"{tried}\nError: {last.error.get('code')}: {last.error.get('message')}"
         if last.empty:
-            return f"SQL: {last.sql}\nThe query returned no rows."
+            return f"{tried}\nThe query returned no rows."
         return ""

@@ -1,7 +1,11 @@
 """Publishing the AutoTQA apps from flows/autotqa: each flow becomes (or updates) an app and
 its published version — a new version only when the graph changed — and the built-in tools
 are registered. Run by `dagwright tqa publish`, `POST /api/v1/tqa/publish`, and lazily by
-the server on the first AutoTQA request."""
+the server on the first AutoTQA request.
+
+The published flows are the same for every dataset: what differs per dataset (SOP, example
+namespaces, hints) is stored in its TQA profile and given to the agents as inputs on each
+call, so publishing again never changes how a dataset is answered."""
 
 from __future__ import annotations
 
@@ -20,33 +24,15 @@ APP_FLOWS = {
     "autotqa-engineer": "engineer.json",
     "autotqa-critic": "critic.json",
     "autotqa-scheduler": "scheduler.json",
+    "autotqa-executor": "executor.json",
     "autotqa-text-to-sql": "text_to_sql.json",
     "autotqa-python": "python_on_tables.json",
 }
 
 
-def load_flow(
-    file: str, flows_dir: Path = FLOWS_DIR, examples_namespace: str | None = None
-) -> dict[str, Any]:
-    """A flow of flows/autotqa. With `examples_namespace`, the text-to-SQL flow's `examples`
-    input is replaced by a `few_shot` node picking the namespace's examples closest to the
-    question (`{question, sql}` payloads)."""
+def load_flow(file: str, flows_dir: Path = FLOWS_DIR) -> dict[str, Any]:
+    """A flow of flows/autotqa."""
     flow: dict[str, Any] = json.loads((flows_dir / file).read_text(encoding="utf-8"))
-    if examples_namespace and any(n["id"] == "examples" for n in flow["nodes"]):
-        for node in flow["nodes"]:
-            if node["id"] == "examples":
-                node["block"] = "few_shot"
-                node["config"] = {
-                    "namespace": examples_namespace,
-                    "k": 5,
-                    "template": "Q: {{ example.question }}\nSQL: {{ example.sql }}",
-                }
-        flow["edges"].append(
-            {
-                "source": {"node": "question", "port": "output"},
-                "target": {"node": "examples", "port": "query"},
-            }
-        )
     return flow
 
 
@@ -55,13 +41,12 @@ def publish_agents(
     tools: ToolRegistry,
     *,
     flows_dir: Path = FLOWS_DIR,
-    examples_namespace: str | None = None,
 ) -> list[dict[str, Any]]:
     """Create or update and publish every AutoTQA app; register the built-in tools. Returns
     what was done per app: {app, version, changed}."""
     done: list[dict[str, Any]] = []
     for slug, file in APP_FLOWS.items():
-        flow = load_flow(file, flows_dir, examples_namespace if slug.endswith("sql") else None)
+        flow = load_flow(file, flows_dir)
         try:
             app = apps.get_app(slug)
         except NotFoundError:

@@ -7,10 +7,11 @@
   choice, and the fallback is recorded;
 - finite-state machine (Algorithm 3, the default): User -> Planner -> Engineer ->
   {Executor if the Engineer asked for a tool | Critic}; Executor -> Engineer;
-  Critic -> Planner.
+  Critic -> {the end if its message ends with TERMINATE | Planner with the gaps}.
 
 The transition rules are pure functions of the conversation so far; only the LLM scheduler
-calls anything. The round limit and termination are the orchestrator's.
+calls anything. The round limit is the orchestrator's; so is ending the conversation when
+`terminated` says the Critic's turn is the final state (for every scheduler).
 """
 
 from __future__ import annotations
@@ -46,6 +47,22 @@ def wants_tool(turn: Turn | None) -> bool:
     )
 
 
+TERMINATE = "TERMINATE"
+
+
+def terminated(turn: Turn | None) -> bool:
+    """Whether this turn is the final state: the Critic's message ending with TERMINATE (the
+    paper's form: the report reiterated, then TERMINATE) over a complete verdict."""
+    return (
+        turn is not None
+        and turn.agent == CRITIC
+        and turn.error is None
+        and turn.text.rstrip().endswith(TERMINATE)
+        and isinstance(turn.content, dict)
+        and turn.content.get("complete") is True
+    )
+
+
 def rolling_next(previous: str) -> SchedulerChoice:
     """Algorithm 1: the next agent of the circular queue (the User is not in it)."""
     if previous not in ROLLING_QUEUE:
@@ -69,6 +86,7 @@ def fsm_next(previous: Turn | None) -> SchedulerChoice:
         return SchedulerChoice(CRITIC, "Engineer -> Critic: it reported, no tool asked", "fsm")
     if agent == EXECUTOR:
         return SchedulerChoice(ENGINEER, "Executor -> Engineer: results to read", "fsm")
+    # A Critic that said TERMINATE ended the conversation: only gaps come here.
     return SchedulerChoice(PLANNER, "Critic -> Planner: gaps to plan for", "fsm")
 
 

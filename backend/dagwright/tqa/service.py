@@ -1,7 +1,7 @@
-"""The AutoTQA service: the orchestrator wired to this process's apps, runs, data, hints and
-tools; conversations run in the foreground (sync, streamed) or in the background (polled).
-The AutoTQA apps are published lazily, on the first question (or by `dagwright tqa
-publish`)."""
+"""The AutoTQA service: the orchestrator wired to this process's apps, runs, data, TQA
+profiles, hints, examples and tools; conversations run in the foreground (sync, streamed) or
+in the background (polled). The AutoTQA apps are published lazily, on the first question (or
+by `dagwright tqa publish`)."""
 
 from __future__ import annotations
 
@@ -13,7 +13,9 @@ from dagwright.tqa.access import TqaAccess
 from dagwright.tqa.agents import AgentCaller, InProcessAgentCaller
 from dagwright.tqa.conversation import AskRequest, Conversation
 from dagwright.tqa.hints import HintStore
+from dagwright.tqa.knowledge import StoredKnowledge
 from dagwright.tqa.orchestrator import Orchestrator, TurnCallback
+from dagwright.tqa.profiles import Profile, ProfileStore
 from dagwright.tqa.publish import publish_agents
 from dagwright.tqa.store import ConversationStore
 from dagwright.tqa.tools import ToolRegistry
@@ -21,6 +23,7 @@ from dagwright.tqa.tools import ToolRegistry
 if TYPE_CHECKING:
     from sqlalchemy import Engine
 
+    from dagwright.embedding.service import ExampleStore
     from dagwright.services.apps import AppService
     from dagwright.services.runs import RunService
     from dagwright.tabular import TableAccess
@@ -34,15 +37,18 @@ class TqaService(TqaAccess):
         runs: RunService,
         tables: TableAccess | None,
         caller: AgentCaller | None = None,
+        examples: ExampleStore | None = None,
     ) -> None:
         self.apps = apps
         self.hints = HintStore(engine)
+        self.profiles = ProfileStore(engine)
         self.tools = ToolRegistry(engine)
         self.conversations = ConversationStore(engine)
+        self._examples = examples
         self.orchestrator = Orchestrator(
-            caller or InProcessAgentCaller(apps, runs),
+            caller or InProcessAgentCaller(apps, runs, engine),
             tools=self.tools.list,
-            hints=lambda dataset: [h.text for h in self.hints.list(dataset)],
+            knowledge=StoredKnowledge(self.profiles, self.hints, examples),
             tables=tables,
             store=self.conversations,
         )
@@ -50,8 +56,8 @@ class TqaService(TqaAccess):
         self._publish_lock = asyncio.Lock()
         self._background: set[asyncio.Task[Conversation]] = set()
 
-    def publish(self, examples_namespace: str | None = None) -> list[dict[str, Any]]:
-        done = publish_agents(self.apps, self.tools, examples_namespace=examples_namespace)
+    def publish(self) -> list[dict[str, Any]]:
+        done = publish_agents(self.apps, self.tools)
         self._published = True
         return done
 
@@ -61,6 +67,26 @@ class TqaService(TqaAccess):
         async with self._publish_lock:
             if not self._published:
                 await asyncio.to_thread(self.publish)
+
+    def check_namespaces(self, namespaces: Mapping[str, str] | None) -> None:
+        """Each namespace a profile names must exist in the embedding service (raises
+        `namespace_not_found`), so a typo is refused when saved, not found at a question."""
+        if not namespaces:
+            return
+        if self._examples is None:
+            from dagwright.tqa.profiles import ProfileError
+
+            raise ProfileError("this process has no embedding service for example namespaces")
+        for namespace in namespaces.values():
+            self._examples.get_namespace(namespace)
+
+    def create_profile(self, name: str, **settings: Any) -> Profile:
+        self.check_namespaces(settings.get("namespaces"))
+        return self.profiles.create(name, **settings)
+
+    def update_profile(self, name: str, **settings: Any) -> Profile:
+        self.check_namespaces(settings.get("namespaces"))
+        return self.profiles.update(name, **settings)
 
     async def ask(self, request: AskRequest, on_turn: TurnCallback | None = None) -> Conversation:
         await self.ensure_published()

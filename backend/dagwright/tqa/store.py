@@ -28,7 +28,8 @@ class ConversationStore:
             id=conversation.id,
             question=request.question,
             dataset=request.dataset,
-            sop=request.sop,
+            sop=conversation.sop,
+            profile=_json(conversation.profile),
             scheduler=request.scheduler,
             max_rounds=request.max_rounds,
             answer_format=request.answer_format,
@@ -69,6 +70,7 @@ class ConversationStore:
             row.answer = _json(conversation.answer)
             row.error = conversation.error
             row.usage = conversation.usage
+            row.profile = _json(conversation.profile)
             row.finished_at = conversation.finished_at
             db.add(row)
             db.commit()
@@ -80,6 +82,7 @@ class ConversationStore:
             "question": row.question,
             "dataset": row.dataset,
             "sop": row.sop,
+            "profile": row.profile,
             "scheduler": row.scheduler,
             "max_rounds": row.max_rounds,
             "answer_format": row.answer_format,

@@ -20,13 +20,14 @@ BUILTIN_TOOLS = {
         "autotqa-text-to-sql",
         "Answers one precise data question with SQL across every registered source (joins "
         "across systems included): finds the tables, writes read-only SQL, runs it and "
-        'returns the rows, or the error. Input: {"question": "..."}.',
+        "returns the rows, or the error. Describe the data wanted in words. "
+        'Input: {"question": "..."}.',
     ),
     "python_on_tables": (
         "autotqa-python",
-        "Computes with Python (pandas) on the rows of one read-only SQL query, in a sandbox: "
-        "the rows are the DataFrame `df`; the code sets `result`. For calculations SQL makes "
-        'awkward. Input: {"sql": "SELECT ...", "code": "result = ..."}.',
+        "Computes with Python (pandas) over the tables, in a sandbox, for calculations SQL "
+        "makes awkward: describe the task in words; the tool finds the tables, writes the "
+        'query and the program, and runs them. Input: {"task": "..."}.',
     ),
 }
 

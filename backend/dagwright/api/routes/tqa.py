@@ -1,5 +1,7 @@
 """AutoTQA: ask a question (sync, streamed turn by turn, or in the background), read and
-replay conversations, edit the per-dataset hints and the tool registry, publish the agents.
+replay conversations, edit the TQA datasets (profiles: sources, versioned SOP, example
+namespaces), their hints (written, or learned candidates to confirm, edit or drop) and the
+tool registry, publish the agents.
 
 Every turn has the same shape wherever it appears (the sync answer, the `turn` events of a
 stream, GET of a conversation): `{seq, agent, text, content, scheduler: {agent, reason, by,
@@ -12,7 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Response
 from fastapi.responses import JSONResponse
@@ -43,10 +45,37 @@ class HintIn(BaseModel):
     text: str
 
 
-class HintText(BaseModel):
+class HintChange(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    text: str
+    text: str | None = None
+    status: Literal["confirmed", "candidate", "dropped"] | None = Field(
+        None, description="Confirm a learned candidate, drop it (kept, never given) or restore it."
+    )
+
+
+class DatasetSettings(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    description: str | None = Field(None, max_length=4000)
+    sources: list[str] | None = Field(None, description="The data sources it covers.")
+    namespaces: dict[str, str] | None = Field(
+        None,
+        description="Example namespace per agent or tool: planner {question, plan}, engineer "
+        "{question, report}, critic {answer, verdict}, text_to_sql {question, sql}, python "
+        "{task, code}.",
+    )
+    examples_k: int | None = Field(None, ge=0, le=20, description="Examples per question.")
+    hints_k: int | None = Field(None, ge=0, le=20, description="Learned hints per question.")
+    sop: str | None = Field(None, max_length=50_000, description="A new SOP version if changed.")
+
+
+class DatasetIn(DatasetSettings):
+    name: str = Field(max_length=64)
+
+
+class DatasetChange(DatasetSettings):
+    sop_note: str = Field("", max_length=500, description="What the new SOP version changes.")
 
 
 class ToolIn(BaseModel):
@@ -57,11 +86,9 @@ class ToolIn(BaseModel):
 
 
 class PublishIn(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """Nothing to set: per-dataset settings live in the TQA datasets, not in the flows."""
 
-    examples_namespace: str | None = Field(
-        None, description="Few-shot examples ({question, sql}) for the text-to-SQL tool."
-    )
+    model_config = ConfigDict(extra="forbid")
 
 
 async def _stream(s: Services, request: AskRequest) -> AsyncIterator[bytes]:
@@ -122,9 +149,52 @@ async def get_conversation(conversation_id: str, s: Deps) -> dict[str, Any]:
     return await asyncio.to_thread(s.tqa.conversations.get, conversation_id)
 
 
+@router.get("/datasets")
+async def list_datasets(s: Deps) -> list[dict[str, Any]]:
+    """The TQA datasets (profiles), with their current SOP."""
+    return [p.to_dict() for p in await asyncio.to_thread(s.tqa.profiles.list)]
+
+
+@router.post("/datasets", status_code=201)
+async def create_dataset(body: DatasetIn, s: Deps) -> dict[str, Any]:
+    settings = body.model_dump(exclude={"name"}, exclude_none=True)
+    return (await asyncio.to_thread(s.tqa.create_profile, body.name, **settings)).to_dict()
+
+
+@router.get("/datasets/{name}")
+async def get_dataset(name: str, s: Deps) -> dict[str, Any]:
+    return (await asyncio.to_thread(s.tqa.profiles.get, name)).to_dict()
+
+
+@router.put("/datasets/{name}")
+async def update_dataset(name: str, body: DatasetChange, s: Deps) -> dict[str, Any]:
+    """Changes what is given; a different `sop` is stored as the next version."""
+    settings = body.model_dump(exclude_none=True)
+    return (await asyncio.to_thread(s.tqa.update_profile, name, **settings)).to_dict()
+
+
+@router.delete("/datasets/{name}", status_code=204)
+async def delete_dataset(name: str, s: Deps) -> Response:
+    """The dataset, its SOP versions and its hints."""
+    await asyncio.to_thread(s.tqa.profiles.delete, name)
+    return Response(status_code=204)
+
+
+@router.get("/datasets/{name}/sops")
+async def list_sops(name: str, s: Deps) -> list[dict[str, Any]]:
+    """Every version of the dataset's SOP, newest first."""
+    return await asyncio.to_thread(s.tqa.profiles.sops, name)
+
+
 @router.get("/hints")
-async def list_hints(s: Deps, dataset: str | None = None) -> list[dict[str, Any]]:
-    return [h.to_dict() for h in await asyncio.to_thread(s.tqa.hints.list, dataset)]
+async def list_hints(
+    s: Deps,
+    dataset: str | None = None,
+    status: Literal["confirmed", "candidate", "dropped"] | None = None,
+) -> list[dict[str, Any]]:
+    """Hints, written (`source: manual`) or learned from retries (`source: learned`, with
+    the question, the error, the fix and the tables in `details`)."""
+    return [h.to_dict() for h in await asyncio.to_thread(s.tqa.hints.list, dataset, status)]
 
 
 @router.post("/hints", status_code=201)
@@ -133,8 +203,10 @@ async def add_hint(body: HintIn, s: Deps) -> dict[str, Any]:
 
 
 @router.put("/hints/{hint_id}")
-async def update_hint(hint_id: str, body: HintText, s: Deps) -> dict[str, Any]:
-    return (await asyncio.to_thread(s.tqa.hints.update, hint_id, body.text)).to_dict()
+async def update_hint(hint_id: str, body: HintChange, s: Deps) -> dict[str, Any]:
+    """Edit a hint's text and/or confirm, drop or restore it."""
+    change = await asyncio.to_thread(s.tqa.hints.update, hint_id, body.text, body.status)
+    return change.to_dict()
 
 
 @router.delete("/hints/{hint_id}", status_code=204)
@@ -164,5 +236,6 @@ async def delete_tool(name: str, s: Deps) -> Response:
 
 @router.post("/publish")
 async def publish(body: PublishIn, s: Deps) -> list[dict[str, Any]]:
-    """Create or update and publish the AutoTQA apps from flows/autotqa."""
-    return await asyncio.to_thread(s.tqa.publish, body.examples_namespace)
+    """Create or update and publish the AutoTQA apps from flows/autotqa (the same for every
+    dataset: what differs per dataset is in its TQA dataset)."""
+    return await asyncio.to_thread(s.tqa.publish)
