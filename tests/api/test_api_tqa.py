@@ -426,3 +426,144 @@ def test_the_cli_asks_a_running_server_and_streams_its_turns(api: Api) -> None:
     )
     assert limited.exit_code == 1
     assert "no answer: round_limit" in limited.output
+
+
+def namespace(api: Api, name: str, key: str, examples: list[dict[str, Any]]) -> None:
+    created = api.http.post(
+        "/api/v1/namespaces",
+        json={"name": name, "embedder": "hashing:64", "key_fields": [key], "text_field": key},
+    )
+    assert created.status_code == 201, created.text
+    added = api.http.post(f"/api/v1/namespaces/{name}/examples", json={"examples": examples})
+    assert added.status_code == 200, added.text
+
+
+def test_a_dataset_gives_its_sop_and_examples_to_every_agent_whatever_was_published(
+    api: Api,
+) -> None:
+    lucy = "What is the year-end bonus for Lucy?"
+    namespace(api, "fig-planner", "question", [{"question": lucy, "plan": "PLAN-EXAMPLE"}])
+    namespace(api, "fig-engineer", "question", [{"question": lucy, "report": "REPORT-EXAMPLE"}])
+    namespace(
+        api,
+        "fig-critic",
+        "answer",
+        [{"answer": "The query returned the value.", "verdict": "VERDICT-EXAMPLE"}],
+    )
+    namespace(api, "fig-sql", "question", [{"question": lucy, "sql": "SELECT 'SQL-EXAMPLE'"}])
+    created = api.http.post(
+        "/api/v1/tqa/datasets",
+        json={
+            "name": "figure1-profile",
+            "sources": ["hr", "payroll"],
+            "sop": "SOP v1: ask the tool.",
+            "namespaces": {
+                "planner": "fig-planner",
+                "engineer": "fig-engineer",
+                "critic": "fig-critic",
+                "text_to_sql": "fig-sql",
+            },
+            "examples_k": 2,
+        },
+    )
+    assert created.status_code == 201, created.text
+    assert created.json()["sop_version"] == 1
+    changed = api.http.put(
+        "/api/v1/tqa/datasets/figure1-profile",
+        json={"sop": "SOP v2: join hr and payroll by ID.", "sop_note": "joins"},
+    )
+    assert changed.json()["sop_version"] == 2
+    same = api.http.put(
+        "/api/v1/tqa/datasets/figure1-profile", json={"sop": "SOP v2: join hr and payroll by ID."}
+    )
+    assert same.json()["sop_version"] == 2  # the same text is not a new version
+    sops = api.http.get("/api/v1/tqa/datasets/figure1-profile/sops").json()
+    assert [(v["version"], v["note"]) for v in sops] == [(2, "joins"), (1, "the first version")]
+
+    # Publishing (again) never changes what a dataset's questions get: two rounds.
+    for _ in range(2):
+        assert api.http.post("/api/v1/tqa/publish", json={}).status_code == 200
+        conversation = ask(api, TOM, dataset="figure1-profile")
+        assert conversation["status"] == "completed", conversation
+        turns = conversation["turns"]
+        assert "SOP v2: join hr and payroll by ID." in turns[0]["text"]
+        assert "Data sources: hr, payroll" in turns[0]["text"]
+        assert turns[1]["text"].startswith("[scripted] Following SOP v2")
+        inputs = {t["agent"]: api.get_run(t["run_id"])["inputs"] for t in turns[1:]}
+        assert "Plan: PLAN-EXAMPLE" in inputs["Planner"]["examples"]
+        assert "Report: REPORT-EXAMPLE" in inputs["Engineer"]["examples"]
+        assert "Verdict: VERDICT-EXAMPLE" in inputs["Critic"]["examples"]
+        [call] = [t["tool_call"] for t in turns if t["tool_call"]]
+        assert "Sql: SELECT 'SQL-EXAMPLE'" in call["input"]["examples"]
+        assert conversation["profile"] | {"learned_hints": None} == conversation["profile"] | {
+            "name": "figure1-profile",
+            "found": True,
+            "sop_version": 2,
+            "examples_k": 2,
+            "learned_hints": None,
+        }
+    # the critic's turn in the paper's form: the report, reiterated, then TERMINATE
+    assert turns[-1]["text"] == "Tom's year-end bonus is 1569.\nTERMINATE"
+
+
+def test_datasets_are_checked(api: Api) -> None:
+    missing = api.http.post(
+        "/api/v1/tqa/datasets", json={"name": "ds-bad", "namespaces": {"planner": "nope-ns"}}
+    )
+    assert missing.status_code == 404
+    assert missing.json()["error"]["code"] == "namespace_not_found"
+    role = api.http.post(
+        "/api/v1/tqa/datasets", json={"name": "ds-bad", "namespaces": {"boss": "x"}}
+    )
+    assert role.json()["error"]["code"] == "invalid_tqa_dataset"
+    assert api.http.post("/api/v1/tqa/datasets", json={"name": "ds-ok"}).status_code == 201
+    again = api.http.post("/api/v1/tqa/datasets", json={"name": "ds-ok"})
+    assert again.status_code == 409
+    assert again.json()["error"]["code"] == "tqa_dataset_exists"
+    assert "ds-ok" in [d["name"] for d in api.http.get("/api/v1/tqa/datasets").json()]
+    assert api.http.delete("/api/v1/tqa/datasets/ds-ok").status_code == 204
+    gone = api.http.get("/api/v1/tqa/datasets/ds-ok")
+    assert gone.json()["error"]["code"] == "tqa_dataset_not_found"
+
+
+def test_a_successful_retry_is_learned_and_given_to_a_similar_later_question(api: Api) -> None:
+    assert api.http.post("/api/v1/tqa/datasets", json={"name": "learn-ds"}).status_code == 201
+    tom = ask(api, "Which department does tom work in?", dataset="learn-ds")
+    assert tom["status"] == "completed", tom
+    [candidate] = api.http.get(
+        "/api/v1/tqa/hints", params={"dataset": "learn-ds", "status": "candidate"}
+    ).json()
+    assert tom["profile"]["learned"] == [candidate["id"]]
+    assert candidate["source"] == "learned"
+    assert candidate["question"] == "Which department does tom work in?"
+    assert candidate["conversation_id"] == tom["id"]
+    assert "has 'Tom', not 'tom'" in candidate["text"]
+    assert candidate["details"]["error"]["code"] == "empty_result"
+    assert candidate["details"]["tables"] == ["hr.main.Department", "hr.main.Employee"]
+    assert "e.Name = 'Tom'" in candidate["details"]["fixed_sql"]
+
+    # A later, similar question gets the lesson and needs no retry.
+    lucy = ask(api, "Which department does lucy work in?", dataset="learn-ds")
+    assert lucy["status"] == "completed", lucy
+    [call] = [t["tool_call"] for t in lucy["turns"] if t["tool_call"]]
+    assert "Learned earlier:" in call["input"]["hints"]
+    assert call["rows"] == [{"DepName": "R&D"}]
+    assert [h["id"] for h in lucy["profile"]["learned_hints"]] == [candidate["id"]]
+    assert lucy["answer"]["value"] == "R&D"
+    # ... a question about something else does not
+    other = ask(api, "What is the bonus of Lucy?", dataset="learn-ds")
+    assert other["profile"]["learned_hints"] == []
+
+    # The operator confirms, edits, then drops it: a dropped hint is never given.
+    hint_url = f"/api/v1/tqa/hints/{candidate['id']}"
+    assert api.http.put(hint_url, json={"status": "confirmed"}).json()["status"] == "confirmed"
+    edited = api.http.put(hint_url, json={"text": candidate["text"] + " Always."}).json()
+    assert edited["text"].endswith("Always.")
+    assert api.http.put(hint_url, json={"status": "dropped"}).json()["status"] == "dropped"
+    again = ask(api, "Which department does lucy work in?", dataset="learn-ds")
+    assert again["profile"]["learned_hints"] == []
+    empty, fixed = (t["tool_call"] for t in again["turns"] if t["tool_call"])
+    assert empty["row_count"] == 0
+    assert fixed["rows"] == [{"DepName": "R&D"}]
+    bad = api.http.put(hint_url, json={"status": "maybe"})
+    assert bad.status_code == 422

@@ -69,7 +69,7 @@ class Profile:
         }
 
 
-def _check_settings(
+def check_settings(
     sources: list[str] | None,
     namespaces: dict[str, str] | None,
     examples_k: int | None,
@@ -146,7 +146,7 @@ class ProfileStore:
         sop: str | None = None,
     ) -> Profile:
         check_name(name)
-        _check_settings(sources, namespaces, examples_k, hints_k)
+        check_settings(sources, namespaces, examples_k, hints_k)
         with Session(self._engine) as db:
             if db.get(TqaDataset, name) is not None:
                 raise ConflictError(f"TQA dataset {name!r} exists", code="tqa_dataset_exists")
@@ -178,7 +178,7 @@ class ProfileStore:
         sop_note: str = "",
     ) -> Profile:
         """Changes what is given (None: unchanged); a different SOP is a new version."""
-        _check_settings(sources, namespaces, examples_k, hints_k)
+        check_settings(sources, namespaces, examples_k, hints_k)
         with Session(self._engine) as db:
             row = db.get(TqaDataset, name)
             if row is None:

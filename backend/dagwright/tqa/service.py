@@ -15,7 +15,7 @@ from dagwright.tqa.conversation import AskRequest, Conversation
 from dagwright.tqa.hints import HintStore
 from dagwright.tqa.knowledge import StoredKnowledge
 from dagwright.tqa.orchestrator import Orchestrator, TurnCallback
-from dagwright.tqa.profiles import Profile, ProfileStore
+from dagwright.tqa.profiles import Profile, ProfileError, ProfileStore, check_settings
 from dagwright.tqa.publish import publish_agents
 from dagwright.tqa.store import ConversationStore
 from dagwright.tqa.tools import ToolRegistry
@@ -74,19 +74,26 @@ class TqaService(TqaAccess):
         if not namespaces:
             return
         if self._examples is None:
-            from dagwright.tqa.profiles import ProfileError
-
             raise ProfileError("this process has no embedding service for example namespaces")
         for namespace in namespaces.values():
             self._examples.get_namespace(namespace)
 
     def create_profile(self, name: str, **settings: Any) -> Profile:
-        self.check_namespaces(settings.get("namespaces"))
+        self._check(settings)
         return self.profiles.create(name, **settings)
 
     def update_profile(self, name: str, **settings: Any) -> Profile:
-        self.check_namespaces(settings.get("namespaces"))
+        self._check(settings)
         return self.profiles.update(name, **settings)
+
+    def _check(self, settings: Mapping[str, Any]) -> None:
+        check_settings(
+            settings.get("sources"),
+            settings.get("namespaces"),
+            settings.get("examples_k"),
+            settings.get("hints_k"),
+        )
+        self.check_namespaces(settings.get("namespaces"))
 
     async def ask(self, request: AskRequest, on_turn: TurnCallback | None = None) -> Conversation:
         await self.ensure_published()
