@@ -7,16 +7,24 @@ second; the other commands open the database like `dagwright serve` (the data di
 
 from __future__ import annotations
 
+import asyncio
 import json
+import os
+from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import ExitStack, asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
 from dagwright.errors import DagwrightError
 
 if TYPE_CHECKING:
+    from dagwright.evaluation.batch import Progress
     from dagwright.evaluation.metrics.base import ScoreReport
+    from dagwright.services.evaluations import EvaluationService
+
+T = TypeVar("T")
 
 eval_app = typer.Typer(
     help="Evaluation: official metrics, datasets, batch runs, reports.", no_args_is_help=True
@@ -107,3 +115,310 @@ def _print_score(report: ScoreReport, per_example: bool, as_json: bool) -> None:
             continue
         shown = f"{int(value)}" if name == "correct" else f"{value:.4f}"
         typer.echo(f"{name[0].upper()}{name[1:]}: {shown}")
+
+
+# -- commands that use the database ------------------------------------------------------------
+
+
+@asynccontextmanager
+async def _local() -> AsyncIterator[EvaluationService]:
+    """The services `dagwright serve` would use (same data directory, database, sources,
+    model providers), for the time of one command."""
+    from dagwright.embedding.embedders import CachedEmbedder, make_embedder
+    from dagwright.embedding.service import ExampleStore
+    from dagwright.invocation import AppInvoker
+    from dagwright.llm.gateway import LLMGateway
+    from dagwright.llm.wiring import model_access
+    from dagwright.registry import Registry
+    from dagwright.runtime import Executor, ExecutorOptions
+    from dagwright.secrets import Secrets
+    from dagwright.services.apps import AppService
+    from dagwright.services.data_sources import DataSourceService, sources_from_settings_file
+    from dagwright.services.datasets import DatasetService
+    from dagwright.services.evaluations import EvaluationService
+    from dagwright.services.invoke import InProcessInvoker
+    from dagwright.services.runs import RunService
+    from dagwright.services.secret_store import DatabaseSecrets, master_key_from
+    from dagwright.store.db import data_directory, database_url, make_engine, migrate
+    from dagwright.tabular import TableAccess
+
+    with ExitStack() as stack:
+        folder = data_directory()
+        engine = make_engine(os.environ.get("DAGWRIGHT_DATABASE_URL") or database_url(folder))
+        stack.callback(engine.dispose)
+        migrate(engine)
+        secrets = DatabaseSecrets(engine, master_key_from(folder))
+        gateway = stack.enter_context(model_access(secrets=secrets, notice=_note))
+        examples = ExampleStore.from_environment(
+            folder, lambda spec: CachedEmbedder(make_embedder(spec, gateway)), lazy=True
+        )
+        stack.callback(examples.close)
+        data = DataSourceService(
+            engine, secrets, file_sources=sources_from_settings_file(), demo_folder=folder / "demo"
+        )
+        stack.callback(data.close)
+        services: dict[type, object] = {
+            Secrets: secrets,
+            LLMGateway: gateway,
+            ExampleStore: examples,
+            TableAccess: data,
+        }
+        apps = AppService(engine, Registry.default())
+        runs = RunService(engine, Executor(ExecutorOptions(services=services)), "cli-eval")
+        services[AppInvoker] = InProcessInvoker(apps, runs)
+        runs.start_writer()
+        try:
+            datasets = DatasetService(engine, data, folder / "sources" / "eval-datasets", examples)
+            yield EvaluationService(engine, apps, runs, datasets)
+        finally:
+            await runs.close()
+            await gateway.aclose()
+
+
+def _note(message: str) -> None:
+    typer.echo(f"note: {message}", err=True)
+
+
+def _with(work: Callable[[EvaluationService], Awaitable[T]]) -> T:
+    async def main() -> T:
+        async with _local() as evaluations:
+            return await work(evaluations)
+
+    try:
+        return asyncio.run(main())
+    except DagwrightError as exc:
+        raise _fail(exc) from None
+
+
+def _echo_json(value: Any) -> None:
+    typer.echo(json.dumps(value, indent=2, default=str, ensure_ascii=False))
+
+
+datasets_app = typer.Typer(
+    help="Evaluation datasets: import, list, examples.", no_args_is_help=True
+)
+eval_app.add_typer(datasets_app, name="datasets")
+
+
+@datasets_app.command("import")
+def datasets_import(
+    name: Annotated[str, typer.Argument(help="The dataset's name (a-z, 0-9, _).")],
+    path: Annotated[
+        Path, typer.Argument(help="The file: a pack's native format, JSONL, CSV, TSV.")
+    ],
+    kind: Annotated[str, typer.Option(help="wikitq | tabfact | fetaqa | spider | generic")],
+    split: Annotated[str, typer.Option(help="The split these examples are.")] = "dev",
+    metric: Annotated[str | None, typer.Option(help=f"Default: the kind's. {METRIC_HELP}")] = None,
+    mapping: Annotated[
+        str | None,
+        typer.Option(help='generic: JSON {"id","question","answer","table","sql"} -> field.'),
+    ] = None,
+    limit: Annotated[int | None, typer.Option(help="Only the first N examples.")] = None,
+    few_shot: Annotated[
+        str | None, typer.Option(help="Also load this split into a few-shot namespace.")
+    ] = None,
+    embedder: Annotated[str, typer.Option(help="The few-shot namespace's embedder.")] = "hashing",
+) -> None:
+    """Import a dataset file; its tables become data sources the flows can query."""
+    fields = json.loads(mapping) if mapping else None
+
+    async def work(evaluations: EvaluationService) -> None:
+        summary = await asyncio.to_thread(
+            evaluations.datasets.import_file,
+            name,
+            kind,
+            path,
+            split=split,
+            metric=metric,
+            mapping=fields,
+            limit=limit,
+        )
+        typer.echo(
+            f"{summary.name}: {summary.splits.get(split, 0)} examples in {split} "
+            f"(metric {summary.metric}; tables in {summary.source or 'one source per database'})"
+        )
+        if few_shot:
+            count = await evaluations.datasets.load_few_shot(name, split, few_shot, embedder)
+            typer.echo(f"{count} examples loaded into the few-shot namespace {few_shot}")
+
+    _with(work)
+
+
+@datasets_app.command("list")
+def datasets_list(
+    as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
+) -> None:
+    """The datasets, their splits and sizes."""
+
+    async def work(evaluations: EvaluationService) -> None:
+        found = evaluations.datasets.list()
+        if as_json:
+            _echo_json([d.to_dict() for d in found])
+            return
+        for d in found:
+            splits = ", ".join(f"{k}: {v}" for k, v in d.splits.items())
+            typer.echo(f"{d.name:<20} {d.kind:<8} {d.metric:<8} {splits}")
+
+    _with(work)
+
+
+def _progress_line(progress: Progress) -> None:
+    eta = f"{progress.eta:.0f}s" if progress.eta is not None else "?"
+    percent = 100 * progress.done / progress.total if progress.total else 100.0
+    typer.echo(
+        f"\r{progress.done}/{progress.total} {percent:5.1f}% {progress.rate:6.1f} ex/s "
+        f"ETA {eta:>6} tokens {progress.tokens} cost {progress.cost:.4f} "
+        f"errors {progress.errors}   ",
+        err=True,
+        nl=False,
+    )
+
+
+@eval_app.command()
+def run(
+    target: Annotated[str, typer.Argument(help="APP or APP@VERSION (default: the published).")],
+    dataset: Annotated[str, typer.Option(help="The dataset's name.")],
+    split: Annotated[str, typer.Option(help="The split.")] = "dev",
+    limit: Annotated[int | None, typer.Option(help="Only the first N examples.")] = None,
+    concurrency: Annotated[int, typer.Option(help="Examples run at once.")] = 4,
+    fresh: Annotated[
+        bool, typer.Option("--fresh", help="Start anew instead of resuming an unfinished run.")
+    ] = False,
+    inputs: Annotated[
+        str | None, typer.Option(help="JSON {app input: example field} (default: same names).")
+    ] = None,
+    output: Annotated[str | None, typer.Option(help="The app output holding the answer.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+) -> None:
+    """Run an app over a dataset split and score it. Interrupted (Ctrl-C, a crash), the same
+    command resumes: examples with a result are not run again."""
+    app, _, version = target.partition("@")
+    settings: dict[str, Any] = {"inputs": json.loads(inputs) if inputs else None}
+    if output:
+        settings["output"] = output
+
+    async def work(evaluations: EvaluationService) -> dict[str, Any]:
+        row = await asyncio.to_thread(
+            evaluations.create,
+            app,
+            version or None,
+            dataset,
+            split=split,
+            limit=limit,
+            settings=settings,
+            resume=not fresh,
+        )
+        done = len(evaluations.done_ids(row.id))
+        typer.echo(
+            f"evaluation {row.id} ({row.label} on {dataset}/{split}, {row.total} examples"
+            + (f", {done} already done" if done else "")
+            + ")",
+            err=True,
+        )
+        await evaluations.run(row.id, concurrency=concurrency, on_progress=_progress_line)
+        typer.echo("", err=True)
+        return evaluations.report(row.id)
+
+    report = _with(work)
+    _print_report(report, as_json)
+
+
+def _print_report(report: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        _echo_json(report)
+        return
+    evaluation = report["evaluation"]
+    ci = report["ci"]
+    typer.echo(f"evaluation {evaluation['id']} {evaluation['label']} ({evaluation['status']})")
+    typer.echo(
+        f"{report['metric']} {report['primary']}: {report['value']:.4f} over {report['examples']}"
+        f" examples (mean example score {report['mean_example_score']:.4f}, "
+        f"{ci['confidence']:.0%} CI {ci['low']:.4f}-{ci['high']:.4f})"
+    )
+    for name, value in report["aggregate"].items():
+        if name != report["primary"]:
+            typer.echo(f"  {name}: {value:.4f}")
+    for key, groups in report["breakdowns"].items():
+        typer.echo(f"by {key}:")
+        for group in groups:
+            bar = "#" * round(20 * group["mean"])
+            typer.echo(f"  {group['value']:<16} {group['mean']:.3f} {bar:<20} n={group['count']}")
+    cost, latency = report["cost"], report["latency"]
+    mean = f"{latency['mean']:.3f}s" if latency["mean"] is not None else "-"
+    typer.echo(
+        f"per example: {cost['tokens_per_example']:.0f} tokens, "
+        f"cost {cost['cost_per_example']:.5f}, latency mean {mean}; errors {report['errors']}"
+    )
+    failures = report["failures"]
+    if failures:
+        typer.echo(f"failures ({len(failures)}, first 10):")
+        for failure in failures[:10]:
+            error = f" error: {failure['error'].get('message')}" if failure["error"] else ""
+            typer.echo(
+                f"  {failure['id']}: {failure['question'][:60]!r} -> {failure['prediction']!r}"
+                f" (run {failure['run_id']}){error}"
+            )
+
+
+@eval_app.command()
+def report(
+    evaluation_id: Annotated[str, typer.Argument(help="The evaluation's id.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
+) -> None:
+    """An evaluation's report: score with its CI, breakdowns, cost, latency, failures."""
+
+    async def work(evaluations: EvaluationService) -> dict[str, Any]:
+        return evaluations.report(evaluation_id)
+
+    _print_report(_with(work), as_json)
+
+
+@eval_app.command()
+def compare(
+    a: Annotated[str, typer.Argument(help="The first evaluation's id.")],
+    b: Annotated[str, typer.Argument(help="The second evaluation's id.")],
+    as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
+) -> None:
+    """Two evaluations side by side: difference, paired test, flipped examples."""
+
+    async def work(evaluations: EvaluationService) -> dict[str, Any]:
+        return evaluations.compare(a, b)
+
+    result = _with(work)
+    if as_json:
+        _echo_json(result)
+        return
+    ci, test = result["ci"], result["test"]
+    typer.echo(f"A {result['a']['label']} ({result['a']['id']}): {result['mean_a']:.4f}")
+    typer.echo(f"B {result['b']['label']} ({result['b']['id']}): {result['mean_b']:.4f}")
+    typer.echo(
+        f"B - A = {result['difference']:+.4f} ({ci['confidence']:.0%} CI {ci['low']:+.4f} to "
+        f"{ci['high']:+.4f}) over {result['examples']} examples; {test['name']} p = "
+        f"{test['p_value']:.4g}"
+    )
+    typer.echo(f"better in B ({len(result['gained'])}): {', '.join(result['gained'][:20])}")
+    typer.echo(f"better in A ({len(result['lost'])}): {', '.join(result['lost'][:20])}")
+
+
+@eval_app.command("list")
+def list_(
+    app: Annotated[str | None, typer.Option(help="Only this app's evaluations.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
+) -> None:
+    """Recent evaluations."""
+    from dagwright.services.evaluations import evaluation_dict
+
+    async def work(evaluations: EvaluationService) -> list[dict[str, Any]]:
+        return [evaluation_dict(row) for row in evaluations.list(app)]
+
+    rows = _with(work)
+    if as_json:
+        _echo_json(rows)
+        return
+    for row in rows:
+        aggregate = row["aggregate"] or {}
+        value = aggregate.get(aggregate.get("primary", ""), None)
+        shown = f"{value:.4f}" if isinstance(value, float) else "-"
+        typer.echo(
+            f"{row['id']}  {row['label']:<20} {row['metric']:<8} {row['status']:<11} {shown}"
+        )

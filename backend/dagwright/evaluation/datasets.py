@@ -117,7 +117,7 @@ def read_wikitq(path: Path, tables: Path) -> Iterator[ParsedExample]:
             if not source.is_file():
                 raise DatasetFormatError(f"{path}: example {row['id']}: no table {source}")
             shutil.copyfile(source, tables / f"{name}.csv")
-        gold = {k: row[k] for k in ("targetValue", "targetCanon") if k in row}
+        gold: dict[str, Any] = {k: row[k] for k in ("targetValue", "targetCanon") if k in row}
         kind = row.get("targetCanonType") or _answer_type(tsv_unescape_list(row["targetValue"]))
         yield ParsedExample(row["id"], row["utterance"], gold, [name], {"answer_type": kind})
 

@@ -157,7 +157,7 @@ def _gold_sql(dataset: Path) -> list[tuple[str, dict[str, Any]]]:
             (str(r.get("question_id", i)), {"sql": r["SQL"], "db_id": r["db_id"]})
             for i, r in enumerate(_json_records(dataset))
         ]
-    golds = []
+    golds: list[tuple[str, dict[str, Any]]] = []
     for i, line in enumerate(_read(dataset).splitlines()):
         if line.strip():
             sql, _, db_id = line.strip().rpartition("\t")

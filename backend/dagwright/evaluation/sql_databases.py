@@ -135,3 +135,17 @@ class DatabaseRoot:
 
     def __call__(self, db_id: str) -> SqliteDatabase:
         return SqliteDatabase(self.path(db_id), self.dialect)
+
+
+@dataclass(slots=True)
+class FolderDatabases:
+    """db_id -> `<folder>/<db_id>.sqlite`: the databases an imported dataset built."""
+
+    folder: Path
+    dialect: str = "sqlite"
+
+    def __call__(self, db_id: str) -> SqliteDatabase:
+        path = self.folder / f"{db_id}.sqlite"
+        if not path.is_file():
+            raise NotFoundError(f"no database {db_id!r} in {self.folder}", "database_not_found")
+        return SqliteDatabase(path, self.dialect)

@@ -31,14 +31,14 @@ def _text(value: Any) -> str:
 
 
 def score(items: list[Item]) -> ScoreReport:
-    import sacrebleu
-    from rouge_score import rouge_scorer
+    from rouge_score import rouge_scorer  # type: ignore[import-untyped]
+    from sacrebleu.metrics.bleu import BLEU
 
     predictions = [_text(item.prediction) for item in items]
     references = [_text(item.gold["answer"]) for item in items]
     scorer = rouge_scorer.RougeScorer(list(ROUGE_TYPES), use_stemmer=False)
-    bleu = sacrebleu.metrics.BLEU()
-    sentence_bleu = sacrebleu.metrics.BLEU(effective_order=True)
+    bleu = BLEU()
+    sentence_bleu = BLEU(effective_order=True)
     examples = []
     totals = dict.fromkeys(ROUGE_TYPES, 0.0)
     for item, prediction, reference in zip(items, predictions, references, strict=True):

@@ -145,13 +145,17 @@ class SpiderExecution:
 
     databases: DatabaseFor
     keep_distinct: bool = False
+    # Where the gold queries run when they are in another dialect than the predictions.
+    gold_databases: DatabaseFor | None = None
 
     def judge(self, gold_sql: str, predicted_sql: str | None, db_id: str) -> tuple[bool, str]:
         database = self.databases(db_id)
         g_str = postprocess(gold_sql)
         if not self.keep_distinct:
             g_str = remove_distinct(g_str)
-        gold = database.execute(g_str)  # the gold must run: an error here is the dataset's
+        gold = (self.gold_databases or self.databases)(db_id).execute(
+            g_str
+        )  # the gold must run: an error here is the dataset's
         if predicted_sql is None:
             return False, "no prediction"
         p_str = postprocess(predicted_sql)
@@ -193,6 +197,7 @@ class BirdExecution:
 
     databases: DatabaseFor
     ves_iterations: int = 0
+    gold_databases: DatabaseFor | None = None
 
     def time_ratio(self, database: Database, predicted_sql: str, gold_sql: str) -> float:
         ratios = []
@@ -213,7 +218,9 @@ class BirdExecution:
         for item in items:
             database = self.databases(item.gold["db_id"])
             predicted_sql = _prediction_sql(item.prediction)
-            gold = database.execute(item.gold["sql"])
+            gold = (self.gold_databases or self.databases)(item.gold["db_id"]).execute(
+                item.gold["sql"]
+            )
             detail: dict[str, Any] = {}
             ok = False
             if predicted_sql is None:

@@ -19,6 +19,9 @@ import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 from math import isinf, isnan
+from typing import Any
+
+from dagwright.evaluation.metrics.base import ExampleScore, Item, ScoreReport, accuracy_report
 
 _QUOTES = re.compile("[\u2018\u2019\u00b4`]")
 _DOUBLE_QUOTES = re.compile("[\u201c\u201d]")
@@ -245,3 +248,21 @@ def targets_from_row(row: dict[str, str]) -> list[Value]:
 def is_correct(targets: Sequence[Value], predicted_items: Sequence[str]) -> bool:
     """One example: the predicted items (raw strings) against the target values."""
     return check_denotation(targets, to_value_list(list(predicted_items)))
+
+
+def predicted_items(prediction: Any) -> list[str]:
+    """A system's answer as denotation items: a list gives its items, any other value one."""
+    if prediction is None:
+        return []
+    if isinstance(prediction, list | tuple):
+        return [str(p) for p in prediction]
+    return [str(prediction)]
+
+
+def score(items: list[Item]) -> ScoreReport:
+    """Every item scored (a missing prediction is wrong); gold fields are a dataset row's."""
+    examples = []
+    for item in items:
+        ok = is_correct(targets_from_row(item.gold), predicted_items(item.prediction))
+        examples.append(ExampleScore(item.id, float(ok), ok))
+    return accuracy_report("wikitq", examples, [])

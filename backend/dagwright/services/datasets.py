@@ -1,0 +1,260 @@
+"""Evaluation datasets: imported from a file (the packs' native formats or JSONL / CSV / TSV
+with a field mapping), their examples stored per split, their tables registered as data
+sources the flows query (`eval_<name>` for table files; `<name>_<db>` per Spider database),
+and a split's examples loaded into a few-shot namespace."""
+
+from __future__ import annotations
+
+import builtins
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Engine, delete, func
+from sqlmodel import select
+
+from dagwright.errors import ConflictError, InputError, NotFoundError
+from dagwright.evaluation.datasets import DEFAULT_METRIC, KINDS, ParsedExample, read_dataset
+from dagwright.evaluation.metrics import METRICS
+from dagwright.store.db import session
+from dagwright.store.evaluation_models import EvalDataset, EvalExample
+
+if TYPE_CHECKING:
+    from dagwright.embedding.service import ExampleStore
+    from dagwright.services.data_sources import DataSourceService
+
+NAME = re.compile(r"[a-z][a-z0-9_]{0,30}")
+SPLIT = re.compile(r"[A-Za-z0-9_.-]{1,32}")
+
+
+@dataclass(frozen=True, slots=True)
+class DatasetSummary:
+    id: str
+    name: str
+    kind: str
+    metric: str
+    source: str | None
+    splits: dict[str, int]  # split -> examples
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "name": self.name,
+            "kind": self.kind,
+            "metric": self.metric,
+            "source": self.source,
+            "splits": self.splits,
+        }
+
+
+def example_dict(row: EvalExample) -> dict[str, Any]:
+    return {
+        "id": row.example_id,
+        "split": row.split,
+        "question": row.question,
+        "gold": row.gold,
+        "tables": row.tables,
+        "meta": row.meta,
+    }
+
+
+class DatasetService:
+    def __init__(
+        self,
+        engine: Engine,
+        sources: DataSourceService,
+        folder: Path,
+        examples: ExampleStore | None = None,
+    ) -> None:
+        self._db = engine
+        self._sources = sources
+        # Each dataset's tables: under a source root (<data dir>/sources/eval-datasets), the
+        # only folders the file and SQLite sources may read.
+        self._folder = folder
+        self._examples = examples  # for few-shot pools
+
+    def import_file(
+        self,
+        name: str,
+        kind: str,
+        path: Path,
+        *,
+        split: str = "dev",
+        metric: str | None = None,
+        mapping: dict[str, str] | None = None,
+        limit: int | None = None,
+    ) -> DatasetSummary:
+        """Reads `path` into the dataset's `split` (replacing that split), creating the
+        dataset on first import, and registers its tables as data sources."""
+        if not NAME.fullmatch(name):
+            raise InputError(f"dataset name {name!r}: lower-case letters, digits and _ (<= 31)")
+        if not SPLIT.fullmatch(split):
+            raise InputError(f"split name {split!r}: letters, digits, _ . - (<= 32)")
+        if kind not in KINDS:
+            raise InputError(f"unknown dataset kind {kind!r} (one of {', '.join(KINDS)})")
+        metric = metric or DEFAULT_METRIC[kind]
+        if metric not in METRICS:
+            raise InputError(f"unknown metric {metric!r} (one of {', '.join(METRICS)})")
+        with session(self._db) as db:
+            dataset = db.exec(select(EvalDataset).where(EvalDataset.name == name)).first()
+        if dataset is not None and dataset.kind != kind:
+            raise ConflictError(
+                f"dataset {name!r} holds {dataset.kind} examples, not {kind}", "dataset_kind"
+            )
+        tables = self._folder / name / "tables"
+        parsed: builtins.list[ParsedExample] = []
+        for example in read_dataset(kind, path, tables, mapping):
+            if limit is not None and len(parsed) >= limit:
+                break
+            parsed.append(example)
+        source = self._register_sources(name, kind, tables, parsed)
+        if dataset is None:
+            dataset = EvalDataset(
+                name=name,
+                kind=kind,
+                metric=metric,
+                mapping=dict(mapping or {}),
+                source=source,
+                folder=str(tables),
+            )
+        rows = [
+            EvalExample(
+                dataset_id=dataset.id,
+                split=split,
+                example_id=p.example_id,
+                seq=seq,
+                question=p.question,
+                gold=p.gold,
+                tables=self._table_refs(name, kind, source, p.tables),
+                meta=p.meta,
+            )
+            for seq, p in enumerate(parsed)
+        ]
+        with session(self._db) as db:
+            db.add(dataset)
+            db.execute(
+                delete(EvalExample).where(
+                    EvalExample.dataset_id == dataset.id,  # type: ignore[arg-type]
+                    EvalExample.split == split,  # type: ignore[arg-type]
+                )
+            )
+            db.add_all(rows)
+            db.commit()
+        return self.get(name)
+
+    def _register_sources(
+        self, name: str, kind: str, tables: Path, parsed: builtins.list[ParsedExample]
+    ) -> str | None:
+        description = f"tables of the evaluation dataset {name}"
+        if kind == "spider":
+            for db_id in sorted({t for p in parsed for t in p.tables}):
+                self._sources.put(
+                    _db_source(name, db_id),
+                    "sqlite",
+                    {"path": str(tables / f"{db_id}.sqlite")},
+                    f"database {db_id} of the evaluation dataset {name}",
+                )
+            return None
+        if not any(p.tables for p in parsed):
+            return None
+        source = f"eval_{name}"
+        self._sources.put(source, "files", {"path": str(tables)}, description)
+        return source
+
+    @staticmethod
+    def _table_refs(
+        name: str, kind: str, source: str | None, tables: builtins.list[str]
+    ) -> builtins.list[str]:
+        if kind == "spider":
+            return [_db_source(name, db_id) for db_id in tables]
+        return [f"{source}.{table}" for table in tables]
+
+    def list(self) -> builtins.list[DatasetSummary]:
+        with session(self._db) as db:
+            datasets = db.exec(select(EvalDataset).order_by(EvalDataset.name)).all()
+        return [self._summary(d) for d in datasets]
+
+    def row(self, name: str) -> EvalDataset:
+        with session(self._db) as db:
+            dataset = db.exec(select(EvalDataset).where(EvalDataset.name == name)).first()
+        if dataset is None:
+            raise NotFoundError(f"no dataset {name!r}", "dataset_not_found")
+        return dataset
+
+    def get(self, name: str) -> DatasetSummary:
+        return self._summary(self.row(name))
+
+    def _summary(self, dataset: EvalDataset) -> DatasetSummary:
+        with session(self._db) as db:
+            counts = db.exec(
+                select(EvalExample.split, func.count())
+                .where(EvalExample.dataset_id == dataset.id)
+                .group_by(EvalExample.split)
+            ).all()
+        return DatasetSummary(
+            dataset.id,
+            dataset.name,
+            dataset.kind,
+            dataset.metric,
+            dataset.source,
+            {split: count for split, count in counts},
+        )
+
+    def examples(
+        self, name: str, split: str, offset: int = 0, limit: int | None = None
+    ) -> builtins.list[EvalExample]:
+        dataset = self.row(name)
+        query = (
+            select(EvalExample)
+            .where(EvalExample.dataset_id == dataset.id, EvalExample.split == split)
+            .order_by(EvalExample.seq)  # type: ignore[arg-type]
+            .offset(offset)
+        )
+        if limit is not None:
+            query = query.limit(limit)
+        with session(self._db) as db:
+            rows = builtins.list(db.exec(query).all())
+        if not rows and offset == 0 and split not in self._summary(dataset).splits:
+            raise NotFoundError(f"dataset {name!r} has no split {split!r}", "split_not_found")
+        return rows
+
+    async def load_few_shot(
+        self, name: str, split: str, namespace: str, embedder: str = "hashing"
+    ) -> int:
+        """The split's examples (question, gold answer or SQL, tables) into a few-shot
+        namespace, keyed by dataset and example id so loading twice changes nothing."""
+        if self._examples is None:
+            raise ConflictError("no example store here to load few-shot examples into")
+        store = self._examples
+        rows = self.examples(name, split)
+        records = [
+            {
+                "dataset": name,
+                "example_id": r.example_id,
+                "question": r.question,
+                "answer": _gold_text(r.gold),
+                "tables": ", ".join(r.tables),
+                "source": f"dataset:{name}/{split}",
+            }
+            for r in rows
+        ]
+        try:
+            store.get_namespace(namespace)
+        except NotFoundError:
+            store.create_namespace(namespace, embedder, ["dataset", "example_id"], "question")
+        return len(await store.upsert(namespace, records))
+
+
+def _db_source(name: str, db_id: str) -> str:
+    return f"{name}_{db_id.lower()}"
+
+
+def _gold_text(gold: dict[str, Any]) -> str:
+    if "sql" in gold:
+        return str(gold["sql"])
+    if "targetValue" in gold:
+        return str(gold["targetValue"])
+    if "label" in gold:
+        return "entailed" if gold["label"] == 1 else "refuted"
+    return str(gold.get("answer", ""))

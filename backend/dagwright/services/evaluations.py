@@ -1,0 +1,394 @@
+"""Evaluations: an app version run over a dataset split (each example a recorded run),
+scored by the dataset's metric; resumable (an example with a result is not run again),
+reported and compared.
+
+An example reaches the app as inputs named after its fields: `question`, `table` (its first
+table, `source.table`), `tables` (all of them), `db_id`, `id` — each given to the app input of
+the same name when the app has one, or as `settings["inputs"]` maps them (`{input: field}`).
+The prediction is the app's `answer` output (or its only output, or `settings["output"]`);
+an output holding `{"answer": ...}` gives that answer.
+"""
+
+from __future__ import annotations
+
+import builtins
+import time
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy import Engine, insert, update
+from sqlmodel import col, select
+
+from dagwright.errors import ConflictError, InputError, NotFoundError
+from dagwright.evaluation.batch import Outcome, Progress, Task, run_batch
+from dagwright.evaluation.compare import Scored, compare
+from dagwright.evaluation.metrics.base import Item
+from dagwright.evaluation.report import ResultRow, build_report
+from dagwright.services.datasets import DatasetService
+from dagwright.store.db import session
+from dagwright.store.evaluation_models import EvalExample, EvalResult, Evaluation
+from dagwright.store.models import utcnow
+
+if TYPE_CHECKING:
+    from dagwright.runtime import CompiledFlow
+    from dagwright.services.apps import AppService
+    from dagwright.services.runs import RunService
+
+EXAMPLE_FIELDS = ("question", "table", "tables", "db_id", "id")
+DEFAULT_PREDICTED_DIALECT = "duckdb"  # the SQL apps write runs on the DuckDB engine
+
+
+def example_fields(example: EvalExample) -> dict[str, Any]:
+    return {
+        "question": example.question,
+        "table": example.tables[0] if example.tables else None,
+        "tables": example.tables,
+        "db_id": example.gold.get("db_id"),
+        "id": example.example_id,
+    }
+
+
+def input_mapping(
+    plan_inputs: Mapping[str, Any], given: Mapping[str, str] | None
+) -> dict[str, str]:
+    """app input -> example field: the given mapping, else each input named like a field."""
+    if given:
+        unknown = sorted(set(given.values()) - set(EXAMPLE_FIELDS))
+        if unknown:
+            raise InputError(f"unknown example field(s) {unknown}; fields: {EXAMPLE_FIELDS}")
+        return dict(given)
+    return {name: name for name in plan_inputs if name in EXAMPLE_FIELDS}
+
+
+def prediction_of(outputs: Mapping[str, Any] | None, output: str | None) -> Any:
+    if not outputs:
+        return None
+    if output is not None:
+        value = outputs.get(output)
+    elif "answer" in outputs:
+        value = outputs["answer"]
+    elif len(outputs) == 1:
+        value = next(iter(outputs.values()))
+    else:
+        return None
+    if isinstance(value, dict) and "answer" in value:
+        return value["answer"]
+    return value
+
+
+@dataclass(slots=True)
+class AppTarget:
+    """Runs one example as a recorded run of the app version (mode `eval`)."""
+
+    runs: RunService
+    plan: CompiledFlow
+    app_id: str
+    version_id: str
+    output: str | None
+
+    async def __call__(self, task: Task) -> Outcome:
+        start = time.perf_counter()
+        live = await self.runs.start(
+            self.plan, task.inputs, app_id=self.app_id, version_id=self.version_id, mode="eval"
+        )
+        record = await live.wait()
+        usage = record.usage or {}
+        error = None
+        if record.status != "succeeded":
+            error = record.error or {"code": record.status, "message": record.status}
+        return Outcome(
+            task.example_id,
+            prediction=prediction_of(record.outputs, self.output),
+            run_id=record.id,
+            error=error,
+            latency=time.perf_counter() - start,
+            tokens=int(usage.get("prompt_tokens", 0)) + int(usage.get("completion_tokens", 0)),
+            cost=float(usage.get("cost", 0.0)),
+        )
+
+
+def evaluation_dict(row: Evaluation) -> dict[str, Any]:
+    return {
+        "id": row.id,
+        "app_id": row.app_id,
+        "version_id": row.version_id,
+        "label": row.label,
+        "dataset_id": row.dataset_id,
+        "split": row.split,
+        "metric": row.metric,
+        "settings": row.settings,
+        "status": row.status,
+        "total": row.total,
+        "aggregate": row.aggregate,
+        "created_at": row.created_at,
+        "finished_at": row.finished_at,
+    }
+
+
+class EvaluationService:
+    def __init__(
+        self, engine: Engine, apps: AppService, runs: RunService, datasets: DatasetService
+    ) -> None:
+        self._db = engine
+        self._apps = apps
+        self._runs = runs
+        self.datasets = datasets
+
+    # -- creating and running ----------------------------------------------------------------
+
+    def create(
+        self,
+        app: str,
+        version: str | None,
+        dataset: str,
+        *,
+        split: str = "dev",
+        limit: int | None = None,
+        settings: Mapping[str, Any] | None = None,
+        resume: bool = True,
+    ) -> Evaluation:
+        """A new evaluation of the app's `version` (default: the published one), or (with
+        `resume`) the unfinished one of the same version, dataset, split and limit."""
+        target = self._apps.get_version(app, version or "published")
+        data = self.datasets.row(dataset)
+        examples = self.datasets.examples(dataset, split, limit=limit)
+        plan = self._apps.compiled(target)
+        options = dict(settings or {})
+        options["inputs"] = input_mapping(plan.inputs, options.get("inputs"))
+        options["limit"] = limit
+        if resume:
+            with session(self._db) as db:
+                unfinished = db.exec(
+                    select(Evaluation)
+                    .where(
+                        Evaluation.version_id == target.id,
+                        Evaluation.dataset_id == data.id,
+                        Evaluation.split == split,
+                        Evaluation.status != "completed",
+                    )
+                    .order_by(col(Evaluation.created_at).desc())
+                ).all()
+            for row in unfinished:
+                if row.settings.get("limit") == limit:
+                    return row
+        row = Evaluation(
+            app_id=target.app_id,
+            version_id=target.id,
+            label=f"{self._apps.get_app(target.app_id).slug}@{target.number}",
+            dataset_id=data.id,
+            split=split,
+            metric=str(options.get("metric") or data.metric),
+            settings=options,
+            total=len(examples),
+        )
+        with session(self._db) as db:
+            db.add(row)
+            db.commit()
+            db.refresh(row)
+        return row
+
+    def get(self, evaluation_id: str) -> Evaluation:
+        with session(self._db) as db:
+            row = db.get(Evaluation, evaluation_id)
+        if row is None:
+            raise NotFoundError(f"no evaluation {evaluation_id!r}", "evaluation_not_found")
+        return row
+
+    def list(self, app: str | None = None, limit: int = 50) -> builtins.list[Evaluation]:
+        query = select(Evaluation).order_by(col(Evaluation.created_at).desc()).limit(limit)
+        if app is not None:
+            query = query.where(Evaluation.app_id == self._apps.get_app(app).id)
+        with session(self._db) as db:
+            return builtins.list(db.exec(query).all())
+
+    def _dataset_name(self, row: Evaluation) -> str:
+        for summary in self.datasets.list():
+            if summary.id == row.dataset_id:
+                return summary.name
+        raise NotFoundError(f"the dataset of evaluation {row.id} is gone", "dataset_not_found")
+
+    def _examples(self, row: Evaluation) -> builtins.list[EvalExample]:
+        return self.datasets.examples(
+            self._dataset_name(row), row.split, limit=row.settings.get("limit")
+        )
+
+    def done_ids(self, evaluation_id: str) -> set[str]:
+        with session(self._db) as db:
+            return set(
+                db.exec(
+                    select(EvalResult.example_id).where(EvalResult.evaluation_id == evaluation_id)
+                ).all()
+            )
+
+    def _sink(self, evaluation_id: str) -> Callable[[builtins.list[Outcome]], None]:
+        def write(outcomes: builtins.list[Outcome]) -> None:
+            rows = [
+                {
+                    "evaluation_id": evaluation_id,
+                    "example_id": o.example_id,
+                    "run_id": o.run_id,
+                    "prediction": o.prediction,
+                    "error": o.error,
+                    "latency": o.latency,
+                    "tokens": o.tokens,
+                    "cost": o.cost,
+                }
+                for o in outcomes
+            ]
+            with self._db.begin() as connection:
+                connection.execute(insert(EvalResult), rows)
+
+        return write
+
+    async def run(
+        self,
+        evaluation_id: str,
+        *,
+        concurrency: int = 4,
+        on_progress: Callable[[Progress], None] | None = None,
+    ) -> Evaluation:
+        """Runs the examples without a result, then scores them all."""
+        row = self.get(evaluation_id)
+        if row.status == "completed":
+            raise ConflictError(f"evaluation {row.id} is complete", "evaluation_complete")
+        if row.app_id is None or row.version_id is None:
+            raise ConflictError(f"evaluation {row.id} has no app version to run")
+        version = self._apps.get_version(row.app_id, row.version_id)
+        target = AppTarget(
+            self._runs,
+            self._apps.compiled(version),
+            row.app_id,
+            row.version_id,
+            row.settings.get("output"),
+        )
+        self._set_status(row.id, "running")
+        examples = self._examples(row)
+        done = self.done_ids(row.id)
+        mapping: dict[str, str] = row.settings["inputs"]
+        todo = [e for e in examples if e.example_id not in done]
+        tasks = (
+            Task(e.example_id, {name: example_fields(e)[f] for name, f in mapping.items()})
+            for e in todo
+        )
+        try:
+            await run_batch(
+                tasks,
+                len(todo),
+                target,
+                self._sink(row.id),
+                concurrency=concurrency,
+                on_progress=on_progress,
+            )
+        except BaseException:
+            self._set_status(row.id, "interrupted")
+            raise
+        return self.score(row.id)
+
+    def _set_status(self, evaluation_id: str, status: str) -> None:
+        with self._db.begin() as connection:
+            connection.execute(
+                update(Evaluation).where(col(Evaluation.id) == evaluation_id).values(status=status)
+            )
+
+    # -- scoring and reading -----------------------------------------------------------------
+
+    def _results(self, evaluation_id: str) -> dict[str, EvalResult]:
+        with session(self._db) as db:
+            rows = db.exec(select(EvalResult).where(EvalResult.evaluation_id == evaluation_id))
+            return {r.example_id: r for r in rows}
+
+    def score(self, evaluation_id: str) -> Evaluation:
+        """Scores every result with the evaluation's metric; complete when every example
+        of the evaluation has one."""
+        from dagwright.evaluation.scoring import score_items
+
+        row = self.get(evaluation_id)
+        examples = {e.example_id: e for e in self._examples(row)}
+        results = self._results(row.id)
+        items = [
+            Item(key, examples[key].gold, r.prediction)
+            for key, r in results.items()
+            if key in examples
+        ]
+        databases = gold_databases = None
+        if row.metric in ("spider", "bird"):
+            from dagwright.evaluation.sql_databases import FolderDatabases
+
+            folder = Path(self.datasets.row(self._dataset_name(row)).folder)
+            dialect = row.settings.get("dialect", DEFAULT_PREDICTED_DIALECT)
+            databases = FolderDatabases(folder, dialect)
+            gold_databases = FolderDatabases(folder, "mysql")
+        report = score_items(row.metric, items, databases, gold_databases)
+        with self._db.begin() as connection:
+            for example in report.examples:
+                connection.execute(
+                    update(EvalResult)
+                    .where(
+                        col(EvalResult.evaluation_id) == row.id,
+                        col(EvalResult.example_id) == example.id,
+                    )
+                    .values(score=example.score, correct=example.correct, detail=example.detail)
+                )
+            complete = len(results) >= len(examples)
+            connection.execute(
+                update(Evaluation)
+                .where(col(Evaluation.id) == row.id)
+                .values(
+                    aggregate={"primary": report.primary, **report.aggregate},
+                    status="completed" if complete else "interrupted",
+                    finished_at=utcnow() if complete else None,
+                )
+            )
+        return self.get(row.id)
+
+    def rows(self, evaluation_id: str) -> builtins.list[ResultRow]:
+        row = self.get(evaluation_id)
+        examples = {e.example_id: e for e in self._examples(row)}
+        results = self._results(row.id)
+        return [
+            ResultRow(
+                example_id=key,
+                score=r.score,
+                correct=r.correct,
+                question=examples[key].question,
+                prediction=r.prediction,
+                gold=examples[key].gold,
+                meta=examples[key].meta,
+                run_id=r.run_id,
+                error=r.error,
+                latency=r.latency,
+                tokens=r.tokens,
+                cost=r.cost,
+                detail=r.detail or {},
+            )
+            for key, r in results.items()
+            if key in examples
+        ]
+
+    def report(self, evaluation_id: str) -> dict[str, Any]:
+        row = self.get(evaluation_id)
+        if row.aggregate is None:
+            raise ConflictError(f"evaluation {row.id} is not scored yet", "evaluation_not_scored")
+        aggregate = dict(row.aggregate)
+        primary = str(aggregate.pop("primary"))
+        report = build_report(row.metric, primary, aggregate, self.rows(row.id))
+        return {"evaluation": evaluation_dict(row), **report}
+
+    def compare(self, a_id: str, b_id: str) -> dict[str, Any]:
+        a, b = self.get(a_id), self.get(b_id)
+        if a.dataset_id != b.dataset_id or a.metric != b.metric:
+            raise ConflictError(
+                "only evaluations of one dataset with one metric compare", "not_comparable"
+            )
+
+        def scored(evaluation_id: str) -> dict[str, Scored]:
+            return {
+                r.example_id: Scored(r.score or 0.0, r.correct)
+                for r in self.rows(evaluation_id)
+                if r.score is not None
+            }
+
+        result = compare(scored(a.id), scored(b.id))
+        return {"a": evaluation_dict(a), "b": evaluation_dict(b), "metric": a.metric, **result}

@@ -1,0 +1,53 @@
+"""Evaluation services over a real migrated SQLite database, the real data sources (files,
+SQLite), run service and executor: apps are run exactly as the server runs them."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+
+import pytest
+import pytest_asyncio
+from cryptography.fernet import Fernet
+from sqlalchemy import Engine
+
+from dagwright.registry import Registry
+from dagwright.runtime import Executor, ExecutorOptions
+from dagwright.secrets import Secrets
+from dagwright.services.apps import AppService
+from dagwright.services.data_sources import DataSourceService
+from dagwright.services.datasets import DatasetService
+from dagwright.services.evaluations import EvaluationService
+from dagwright.services.runs import RunService
+from dagwright.services.secret_store import DatabaseSecrets
+from dagwright.tabular import TableAccess
+from support.database import migrated_engine
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "evaluation"
+
+
+@pytest.fixture(scope="module")
+def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
+    yield from migrated_engine("sqlite", tmp_path_factory)
+
+
+@pytest_asyncio.fixture
+async def evaluations(
+    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> AsyncIterator[EvaluationService]:
+    # Sources may read only under <data dir>/sources: the datasets' tables go there.
+    monkeypatch.setenv("DAGWRIGHT_DATA_DIR", str(tmp_path))
+    monkeypatch.delenv("DAGWRIGHT_SOURCE_ROOTS", raising=False)
+    secrets = DatabaseSecrets(engine, Fernet.generate_key())
+    data = DataSourceService(engine, secrets)
+    services: dict[type, object] = {Secrets: secrets, TableAccess: data}
+    apps = AppService(engine, Registry.default())
+    runs = RunService(engine, Executor(ExecutorOptions(services=services)), "test-eval")
+    runs.start_writer()
+    try:
+        yield EvaluationService(
+            engine, apps, runs, DatasetService(engine, data, tmp_path / "sources" / "eval")
+        )
+    finally:
+        await runs.close()
+        data.close()

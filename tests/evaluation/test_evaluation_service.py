@@ -1,0 +1,194 @@
+"""Datasets imported with their tables registered as data sources, apps run over them as
+recorded runs, scored, resumed, reported and compared — through the real services."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import delete, update
+from sqlmodel import col
+
+from dagwright.errors import NotFoundError
+from dagwright.services.evaluations import EvaluationService
+from dagwright.store.evaluation_models import EvalResult, Evaluation
+
+from .conftest import FIXTURES
+
+
+def _flow(nodes: list[dict[str, Any]], edges: list[tuple[str, str, str, str]]) -> dict[str, Any]:
+    return {
+        "format": "dagwright.flow",
+        "version": 1,
+        "name": "eval-test",
+        "nodes": nodes,
+        "edges": [
+            {"source": {"node": a, "port": ap}, "target": {"node": b, "port": bp}}
+            for a, ap, b, bp in edges
+        ],
+    }
+
+
+def _count_rows_app(evaluations: EvaluationService, slug: str) -> None:
+    """question, table -> the table's row count, by SQL on the registered source."""
+    flow = _flow(
+        [
+            {"id": "question", "block": "text_input", "config": {"name": "question"}},
+            {"id": "table", "block": "text_input", "config": {"name": "table"}},
+            {
+                "id": "sql",
+                "block": "template",
+                "config": {"template": "SELECT COUNT(*) AS n FROM {{ table }}"},
+            },
+            {"id": "query", "block": "sql_query", "config": {}},
+            {"id": "pick", "block": "json_path", "config": {"path": "$[0].n", "first": True}},
+            {"id": "answer", "block": "output", "config": {"name": "answer"}},
+        ],
+        [
+            ("table", "output", "sql", "table"),
+            ("sql", "output", "query", "sql"),
+            ("query", "rows", "pick", "data"),
+            ("pick", "output", "answer", "value"),
+        ],
+    )
+    apps = evaluations._apps
+    apps.create_app(slug, slug)
+    version = apps.create_version(slug, flow)
+    apps.publish(slug, version.id)
+
+
+def _generic_dataset(folder: Path) -> Path:
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "three.csv").write_text("a,b\n1,x\n2,y\n3,z\n")
+    (folder / "two.csv").write_text("a\n1\n2\n")
+    records = [
+        {"id": "q1", "question": "How many rows?", "table": "three.csv", "answer": "3"},
+        {"id": "q2", "question": "How many rows?", "table": "two.csv", "answer": "2"},
+        {"id": "q3", "question": "How many rows?", "table": "two.csv", "answer": "5"},
+    ]
+    path = folder / "rows.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+async def test_generic_dataset_run_resume_report(
+    evaluations: EvaluationService, tmp_path: Path
+) -> None:
+    path = _generic_dataset(tmp_path / "files")
+    summary = evaluations.datasets.import_file("rowcounts", "generic", path)
+    assert summary.splits == {"dev": 3}
+    assert summary.source == "eval_rowcounts"
+    example = evaluations.datasets.examples("rowcounts", "dev")[0]
+    assert example.tables == ["eval_rowcounts.tthree"]
+    _count_rows_app(evaluations, "rowcount")
+
+    row = evaluations.create("rowcount", None, "rowcounts")
+    assert row.settings["inputs"] == {"question": "question", "table": "table"}
+    seen: list[int] = []
+    done = await evaluations.run(row.id, concurrency=2, on_progress=lambda p: seen.append(p.done))
+    assert done.status == "completed"
+    assert seen[-1] == 3
+    assert done.aggregate is not None
+    assert done.aggregate["accuracy"] == pytest.approx(2 / 3)
+    first_runs = {r.example_id: r.run_id for r in evaluations.rows(row.id)}
+    assert all(first_runs.values())
+
+    # An interruption loses the results not yet written: only those run again.
+    with evaluations._db.begin() as connection:
+        connection.execute(delete(EvalResult).where(col(EvalResult.example_id) == "q2"))
+        connection.execute(
+            update(Evaluation).where(col(Evaluation.id) == row.id).values(status="interrupted")
+        )
+    again = evaluations.create("rowcount", None, "rowcounts")
+    assert again.id == row.id  # resumed, not a new evaluation
+    await evaluations.run(row.id, concurrency=2)
+    second_runs = {r.example_id: r.run_id for r in evaluations.rows(row.id)}
+    assert second_runs["q1"] == first_runs["q1"]
+    assert second_runs["q3"] == first_runs["q3"]
+    assert second_runs["q2"] != first_runs["q2"]
+
+    report = evaluations.report(row.id)
+    assert report["value"] == pytest.approx(2 / 3)
+    assert report["ci"]["low"] <= 2 / 3 <= report["ci"]["high"]
+    assert [f["id"] for f in report["failures"]] == ["q3"]
+    assert report["failures"][0]["prediction"] == 2
+    assert report["failures"][0]["trace"] == f"/api/v1/runs/{second_runs['q3']}"
+    assert report["latency"]["mean"] > 0
+
+
+async def test_wikitq_pack_tables_are_queryable_and_scored(
+    evaluations: EvaluationService,
+) -> None:
+    summary = evaluations.datasets.import_file(
+        "wq", "wikitq", FIXTURES / "wikitq" / "seen_tagged.tsv", limit=5
+    )
+    assert summary.splits == {"dev": 5}
+    examples = evaluations.datasets.examples("wq", "dev")
+    assert examples[0].gold["targetCanon"]  # the tagged file's canon values are kept
+    assert examples[0].meta["answer_type"]
+    _count_rows_app(evaluations, "wqcount")
+    row = evaluations.create("wqcount", None, "wq")
+    done = await evaluations.run(row.id, concurrency=3)
+    assert done.status == "completed"
+    results = evaluations.rows(row.id)
+    assert len(results) == 5
+    assert all(r.error is None for r in results)  # every table was found and counted
+    assert all(isinstance(r.prediction, int) and r.prediction > 0 for r in results)
+    assert (
+        "answer_type" in evaluations.report(row.id)["breakdowns"]
+        or len({e.meta["answer_type"] for e in examples}) == 1
+    )
+
+
+async def test_spider_pack_execution_accuracy_and_comparison(
+    evaluations: EvaluationService,
+) -> None:
+    evaluations.datasets.import_file(
+        "sp", "spider", FIXTURES / "spider" / "train_queries.csv", limit=6
+    )
+    examples = evaluations.datasets.examples("sp", "dev")
+    assert examples[0].tables == ["sp_activity_1"]
+    assert examples[0].meta["hardness"] == "easy"
+
+    def constant_sql(slug: str, sql: str) -> None:
+        flow = _flow(
+            [
+                {"id": "question", "block": "text_input", "config": {"name": "question"}},
+                # The question goes into a comment: an output must depend on an input.
+                {
+                    "id": "sql",
+                    "block": "template",
+                    "config": {"template": sql + " -- {{ question }}"},
+                },
+                {"id": "answer", "block": "output", "config": {"name": "answer"}},
+            ],
+            [("question", "output", "sql", "question"), ("sql", "output", "answer", "value")],
+        )
+        evaluations._apps.create_app(slug, slug)
+        version = evaluations._apps.create_version(slug, flow)
+        evaluations._apps.publish(slug, version.id)
+
+    # The pack's first two questions ask for the number of faculty members.
+    constant_sql("countfaculty", "SELECT COUNT(*) FROM sp_activity_1.Faculty")
+    constant_sql("countstudents", "SELECT COUNT(*) FROM Student")
+    a = evaluations.create("countstudents", None, "sp")
+    b = evaluations.create("countfaculty", None, "sp")
+    await evaluations.run(a.id)
+    await evaluations.run(b.id)
+    scored = {r.example_id: r.correct for r in evaluations.rows(b.id)}
+    assert scored["0"]
+    assert scored["1"]
+    assert not scored["2"]
+    result = evaluations.compare(a.id, b.id)
+    assert result["examples"] == 6
+    assert set(result["gained"]) == {"0", "1"}
+    assert result["lost"] == []
+    assert result["test"]["name"] == "mcnemar_exact"
+    assert result["test"]["p_value"] == pytest.approx(0.5)  # 2 discordant pairs: 2 * 1/4
+
+
+def test_unknown_dataset(evaluations: EvaluationService) -> None:
+    with pytest.raises(NotFoundError):
+        evaluations.datasets.get("nothing")
