@@ -3,8 +3,12 @@ scripted answers, not a model's), on a data directory of its own."""
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -68,3 +72,100 @@ def test_round_limit_exits_with_status_1_and_hints_are_edited(scripted_home: Pat
     missing = runner.invoke(app, ["tqa", "hints", "remove", hint_id])
     assert missing.exit_code == 2
     assert "hint_not_found" in missing.output
+
+
+def dagwright(*args: str) -> subprocess.CompletedProcess[str]:
+    """One `dagwright` command in a process of its own (what it stores, the next one reads)."""
+    done = subprocess.run(
+        [sys.executable, "-c", "from dagwright.cli.main import app; app()", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode in (0, 1), done.stdout + done.stderr
+    return done
+
+
+def run_inputs(home: Path, run_id: str) -> dict[str, Any]:
+    from sqlmodel import Session
+
+    from dagwright.store.db import database_url, make_engine
+    from dagwright.store.models import Run
+
+    engine = make_engine(database_url(home / "data"))
+    try:
+        with Session(engine) as db:
+            run = db.get(Run, run_id)
+            assert run is not None
+            return dict(run.inputs or {})
+    finally:
+        engine.dispose()
+
+
+def test_a_dataset_persists_across_processes_and_its_lessons_are_reviewed(
+    scripted_home: Path,
+) -> None:
+    tom = "What is the year-end bonus for Tom?"
+    # (a question no scripted rule answers: the examples are in the prompts the rules read)
+    ann = "What is the year-end bonus for Ann?"
+    examples = scripted_home / "plans.jsonl"
+    examples.write_text(json.dumps({"question": ann, "plan": "PLAN-EXAMPLE"}) + "\n")
+    sql = scripted_home / "sql.jsonl"
+    sql.write_text(json.dumps({"question": ann, "sql": "SELECT 'SQL-EXAMPLE'"}) + "\n")
+    for name, file in (("fig-plans", examples), ("fig-sql", sql)):
+        loaded = dagwright(
+            "examples", "load", name, str(file), "--embedder", "hashing:64",
+            "--key", "question", "--text", "question",
+        )  # fmt: skip
+        assert loaded.returncode == 0, loaded.stderr
+    created = dagwright(
+        "tqa", "datasets", "create", "fig", "--sources", "hr,payroll",
+        "--sop", "SOP v1: ask the tool.",
+        "--examples", "planner=fig-plans", "--examples", "text_to_sql=fig-sql",
+    )  # fmt: skip
+    assert created.returncode == 0, created.stderr
+    assert "SOP version 1" in created.stdout
+
+    def ask_json(question: str) -> dict[str, Any]:
+        done = dagwright("tqa", "ask", question, "--dataset", "fig", "--json")
+        conversation: dict[str, Any] = json.loads(done.stdout)
+        return conversation
+
+    first = ask_json(tom)
+    assert first["status"] == "completed"
+    assert first["turns"][1]["text"].startswith("[scripted] Following SOP v1")
+    planner = run_inputs(scripted_home, first["turns"][1]["run_id"])
+    assert "Plan: PLAN-EXAMPLE" in planner["examples"]
+    [call] = [t["tool_call"] for t in first["turns"] if t["tool_call"]]
+    assert "Sql: SELECT 'SQL-EXAMPLE'" in call["input"]["examples"]
+
+    # A new SOP version, from another process; publishing again changes nothing for it.
+    updated = dagwright(
+        "tqa", "datasets", "update", "fig", "--sop", "SOP v2: join hr and payroll by ID.",
+        "--note", "joins",
+    )  # fmt: skip
+    assert "SOP version 2" in updated.stdout
+    assert dagwright("tqa", "publish").returncode == 0
+    second = ask_json(tom)
+    assert second["turns"][1]["text"].startswith("[scripted] Following SOP v2")
+    assert second["profile"]["sop_version"] == 2
+    sops = dagwright("tqa", "datasets", "sops", "fig").stdout
+    assert sops.index("v2") < sops.index("v1")
+
+    # A retry that succeeds becomes a candidate hint, reviewed from the command line.
+    learned = dagwright("tqa", "ask", "Which department does tom work in?", "--dataset", "fig")
+    assert "learned 1 candidate hint(s)" in learned.stdout
+    candidates = runner.invoke(app, ["tqa", "hints", "list", "fig", "--status", "candidate"])
+    [line] = candidates.output.strip().splitlines()
+    hint_id = line.split()[0]
+    assert "has 'Tom', not 'tom'" in line
+    assert runner.invoke(app, ["tqa", "hints", "confirm", hint_id]).exit_code == 0
+    confirmed = runner.invoke(app, ["tqa", "hints", "list", "fig", "--status", "confirmed"])
+    assert hint_id in confirmed.output
+    later = ask_json("Which department does lucy work in?")
+    assert [h["id"] for h in later["profile"]["learned_hints"]] == [hint_id]
+    assert len([t for t in later["turns"] if t["tool_call"]]) == 1  # no retry needed
+    assert runner.invoke(app, ["tqa", "hints", "drop", hint_id]).exit_code == 0
+    dropped = runner.invoke(app, ["tqa", "hints", "list", "fig", "--status", "dropped"])
+    assert hint_id in dropped.output
