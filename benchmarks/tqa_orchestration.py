@@ -43,6 +43,7 @@ CASES = {
     "empty-result": "Which department does tom work in?",
 }
 SCHEDULERS = ("fsm", "llm", "rolling")
+NEVER_DONE = "Count the employees forever"
 TOOLS = [Tool("text_to_sql", "autotqa-text-to-sql", "SQL", datetime.now(UTC), datetime.now(UTC))]
 ROWS = [{"ID": i, "Name": f"name {i}", "Bonus": 1000 + i} for i in range(200)]
 
@@ -61,9 +62,10 @@ class ZeroLatency(AgentCaller):
             outputs = {"decision": {"action": "tool", "tool": "text_to_sql", "input": {}}}
         elif app.endswith("critic"):
             outputs = {"verdict": {"complete": False, "gaps": ["more"]}}
-        else:
-            outputs = {"rows": ROWS, "columns": ["ID", "Name", "Bonus"], "sql": "SELECT 1"}
-            outputs["row_count"] = len(ROWS)
+        else:  # the Executor: its tool's outputs
+            rows = {"rows": ROWS, "columns": ["ID", "Name", "Bonus"], "sql": "SELECT 1"}
+            rows["row_count"] = len(ROWS)
+            outputs = {"tool": "text_to_sql", "inputs": {}, "outputs": rows, "error": None}
         return AgentReply(outputs, usage, None, 0.0)
 
 
@@ -141,6 +143,21 @@ async def pipeline() -> list[dict[str, Any]]:
                                 "answer": (done.answer or {}).get("value"),
                             }
                         )
+                # (c) what the round limit costs when the Critic never accepts: the paper's
+                # 50 against the former default 12 (FSM).
+                for limit in (12, 50):
+                    started = time.perf_counter()
+                    done = await tqa.ask(AskRequest(question=NEVER_DONE, max_rounds=limit))
+                    results.append(
+                        {
+                            "scheduler": "limit",
+                            "case": f"max_rounds={limit}",
+                            "status": done.status,
+                            "rounds": done.rounds,
+                            "tokens": done.usage["total_tokens"],
+                            "seconds": time.perf_counter() - started,
+                        }
+                    )
     finally:
         model.stop()
     return results
@@ -148,7 +165,8 @@ async def pipeline() -> list[dict[str, Any]]:
 
 def part_b() -> None:
     print("\n(b) agents as published apps + scripted model (0 ms latency) + demo sources")
-    results = asyncio.run(pipeline())
+    everything = asyncio.run(pipeline())
+    results = [r for r in everything if r["scheduler"] != "limit"]
     print(f"    {'scheduler':<9} {'case':<13} {'status':<10} rounds  tokens  orch ms/round  answer")
     for r in results:
         print(
@@ -171,6 +189,12 @@ def part_b() -> None:
         f"{statistics.median(overheads):.2f} ms (max {max(overheads):.2f}); it includes "
         "recording each turn and the run service's bookkeeping between runs"
     )
+    print(f"\n(c) a question the Critic never accepts ({NEVER_DONE!r}), FSM:")
+    for r in (r for r in everything if r["scheduler"] == "limit"):
+        print(
+            f"    {r['case']:<14} {r['status']:<11} {r['rounds']:>3} rounds  "
+            f"{r['tokens']:>7} tokens  {r['seconds']:.1f} s"
+        )
 
 
 def main() -> int:

@@ -451,7 +451,7 @@ def datasets_list() -> None:
     """The TQA datasets."""
 
     async def work(tqa: TqaService) -> list[Any]:
-        return await asyncio.to_thread(tqa.profiles.list)
+        return await asyncio.to_thread(tqa.profiles.all)
 
     for profile in _with_tqa(work):
         roles = ",".join(sorted(profile.namespaces)) or "-"

@@ -82,10 +82,10 @@ def _children_usage(engine: Engine, run_id: str) -> list[dict[str, Any]]:
     from dagwright.store.models import Run
 
     with Session(engine) as db:
-        rows = db.execute(
-            select(Run.usage).where(Run.parent_run_id == run_id)  # type: ignore[arg-type]
+        runs = db.execute(
+            select(Run).where(Run.parent_run_id == run_id)  # type: ignore[arg-type]
         ).scalars()
-        return [dict(usage) for usage in rows if usage]
+        return [dict(run.usage) for run in runs if run.usage]
 
 
 def _add(usage: dict[str, Any] | None, more: list[dict[str, Any]]) -> dict[str, Any] | None:

@@ -115,7 +115,7 @@ class ProfileStore:
             row.updated_at,
         )
 
-    def list(self) -> list[Profile]:
+    def all(self) -> list[Profile]:
         with Session(self._engine) as db:
             rows = db.execute(select(TqaDataset).order_by(TqaDataset.name)).scalars()
             return [self._profile(db, row) for row in rows]

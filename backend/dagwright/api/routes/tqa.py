@@ -152,7 +152,7 @@ async def get_conversation(conversation_id: str, s: Deps) -> dict[str, Any]:
 @router.get("/datasets")
 async def list_datasets(s: Deps) -> list[dict[str, Any]]:
     """The TQA datasets (profiles), with their current SOP."""
-    return [p.to_dict() for p in await asyncio.to_thread(s.tqa.profiles.list)]
+    return [p.to_dict() for p in await asyncio.to_thread(s.tqa.profiles.all)]
 
 
 @router.post("/datasets", status_code=201)
