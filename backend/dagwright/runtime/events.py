@@ -38,54 +38,79 @@ class RunStarted(RunEvent):
 
 
 @dataclass(slots=True)
-class NodeStarted(RunEvent):
-    type: ClassVar[str] = "node_started"
+class NodeEvent(RunEvent):
+    """An event about one node. Inside a sub-flow, `node` is a path: `refine[2]/check` is
+    node `check` of round 2 of node `refine`, `call/check` node `check` of a single call."""
+
     node: str
+
+
+@dataclass(slots=True)
+class NodeStarted(NodeEvent):
+    type: ClassVar[str] = "node_started"
     block: str
     inputs: dict[str, Any]
 
 
 @dataclass(slots=True)
-class NodeFinished(RunEvent):
+class NodeFinished(NodeEvent):
     type: ClassVar[str] = "node_finished"
-    node: str
     output: Any
     duration: float
-    branch: str | None = None  # the branch a condition took
+    branch: str | None = None  # the branch a condition took ("error": a failure routed on)
     reused: bool = False  # taken from an earlier run (a debug re-run from a later node)
+    # A failure the node's error policy turned into this output (a default or the error
+    # branch), as "Type: message"; None for a real result.
+    error: str | None = None
 
 
 @dataclass(slots=True)
-class NodeSkipped(RunEvent):
+class NodeSkipped(NodeEvent):
     type: ClassVar[str] = "node_skipped"
-    node: str
     reason: str
 
 
 @dataclass(slots=True)
-class NodeFailed(RunEvent):
+class NodeFailed(NodeEvent):
     type: ClassVar[str] = "node_failed"
-    node: str
     error_type: str
     message: str
     duration: float
 
 
 @dataclass(slots=True)
-class NodeCancelled(RunEvent):
+class NodeCancelled(NodeEvent):
     type: ClassVar[str] = "node_cancelled"
-    node: str
     reason: str
 
 
 @dataclass(slots=True)
-class NodeMessage(RunEvent):
+class NodeMessage(NodeEvent):
     """Progress a block reports while it runs (an LLM token delta, a log line)."""
 
     type: ClassVar[str] = "node_message"
-    node: str
     kind: str
     data: dict[str, Any]
+
+
+@dataclass(slots=True)
+class IterationStarted(NodeEvent):
+    """A sub-flow node starts one run of its sub-flow: map item or repeat round `index`, or
+    the single call of a `subflow` node (index None). Its nodes' events follow, with ids
+    prefixed `node[index]/`."""
+
+    type: ClassVar[str] = "iteration_started"
+    index: int | None
+
+
+@dataclass(slots=True)
+class IterationFinished(NodeEvent):
+    type: ClassVar[str] = "iteration_finished"
+    index: int | None
+    status: RunStatus
+    duration: float
+    error: str | None
+    outputs: dict[str, Any] | None = None  # the sub-flow's outputs when it succeeded
 
 
 @dataclass(slots=True)

@@ -27,6 +27,7 @@ from typing import Any, Final
 
 from dagwright.errors import DagwrightError, InputError
 from dagwright.registry import NodeContext, Route, Usage
+from dagwright.runtime.error_policy import call_with_retries, describe, error_record
 from dagwright.runtime.events import (
     NodeCancelled,
     NodeFailed,
@@ -41,6 +42,8 @@ from dagwright.runtime.events import (
     RunStatus,
 )
 from dagwright.runtime.plan import CompiledFlow, PlanEdge, PlanNode
+from dagwright.runtime.scope import RunScope
+from dagwright.runtime.subflow import SubflowHost
 
 
 class _Marker:
@@ -127,6 +130,7 @@ class Run:
         options: ExecutorOptions,
         slots: asyncio.Semaphore | None = None,
         reuse: Mapping[int, ReusedOutput] | None = None,
+        scope: RunScope | None = None,
     ) -> None:
         self.run_id = run_id
         self._reuse = reuse or {}
@@ -155,7 +159,23 @@ class Run:
         self._waiter: asyncio.Future[None] | None = None
         self._t0 = time.perf_counter()
         self._wall0 = time.time()  # the wall-clock moment of t = 0, for RunStarted
+        self._forward: Callable[[RunEvent], None] | None = None
+        self.depth = 0  # how deep in sub-flow calls this run is (0: a run of its own)
+        if scope is not None:
+            self._adopt(scope)
+        self._services = options.services
+        if plan.calls_subflows:
+            self._services = {**options.services, SubflowHost: SubflowHost(self)}
         self._task = self._loop.create_task(self._main(), name=f"dagwright-run-{run_id}")
+
+    def _adopt(self, scope: RunScope) -> None:
+        """Make this run a child span of another (runtime/subflow.py): its events go to the
+        parent's stream, on the root's clock and usage."""
+        self.run_id = scope.run_id
+        self._t0 = scope.t0
+        self._usage = scope.usage
+        self._forward = scope.emit
+        self.depth = scope.depth
 
     # -- public -------------------------------------------------------------------------
 
@@ -202,6 +222,9 @@ class Run:
         return time.perf_counter() - self._t0
 
     def _emit(self, event: RunEvent) -> None:
+        if self._forward is not None:
+            self._forward(event)
+            return
         self.events.append(event)
         waiter = self._waiter
         if waiter is not None and not waiter.done():
@@ -340,9 +363,9 @@ class Run:
                 node.id,
                 self._emit_message_threadsafe if threaded else self._emit_message,
                 self._record_usage_threadsafe if threaded else self._record_usage,
-                self._options.services,
+                self._services,
             )
-        slots = self._slots if mode != "inline" else None
+        slots = self._slots if mode != "inline" and not node.orchestrates else None
         if slots is not None:
             await slots.acquire()  # the executor-wide limit; a node waiting here is not started
         try:
@@ -350,7 +373,9 @@ class Run:
             self._running[index] = started
             self._emit(NodeStarted(self.run_id, started - self._t0, node.id, spec.name, inputs))
             try:
-                if mode == "inline":
+                if node.on_error is not None:
+                    result = await self._call_guarded(node, kwargs)
+                elif mode == "inline":
                     result = spec.fn(**kwargs)
                 elif node.timeout is None and self._options.node_timeout is None:
                     result = await self._call(node, kwargs)
@@ -369,6 +394,22 @@ class Run:
         self._complete(node, result, started)
         self._spawn(reserve=1)
 
+    async def _call_guarded(self, node: PlanNode, kwargs: dict[str, Any]) -> Any:
+        """A node with an error policy: each attempt runs as the block's mode says, and a
+        failing one is retried with backoff (runtime/error_policy.py)."""
+        assert node.on_error is not None
+
+        async def attempt() -> Any:
+            if node.spec.mode == "inline":
+                return node.spec.fn(**kwargs)
+            if node.timeout is None and self._options.node_timeout is None:
+                return await self._call(node, kwargs)
+            return await self._call_with_timeout(node, kwargs)
+
+        return await call_with_retries(
+            node.on_error, attempt, functools.partial(self._emit_message, node.id, "retry")
+        )
+
     def _call(self, node: PlanNode, kwargs: dict[str, Any]) -> Awaitable[Any]:
         if node.spec.mode == "async":
             return node.spec.fn(**kwargs)  # type: ignore[no-any-return]
@@ -386,7 +427,15 @@ class Run:
                 raise NodeTimeoutError(f"did not finish within {limit:g}s") from None
             raise
 
-    def _fail(self, node: PlanNode, exc: BaseException, started: float) -> None:
+    def _fail(
+        self, node: PlanNode, exc: BaseException, started: float, recoverable: bool = True
+    ) -> None:
+        """The node failed: its error policy may absorb it (`recoverable`: the failure is
+        the node's own, not a value refused on its way in), else the run stops."""
+        policy = node.on_error
+        if recoverable and policy is not None and policy.fallback != "fail":
+            self._recover(node, exc, started)
+            return
         now = time.perf_counter()
         message = str(exc) or repr(exc)
         error_type = type(exc).__name__
@@ -402,6 +451,40 @@ class Run:
                 error_type,
             )
         )
+
+    def _recover(self, node: PlanNode, exc: BaseException, started: float) -> None:
+        """A failure the node's policy turns into an output: its default value down its
+        edges, or the error record down its `error` port (and SKIPPED down the others)."""
+        assert node.on_error is not None
+        deliveries: list[tuple[PlanEdge, Any]] = []
+        branch: str | None = None
+        if node.on_error.fallback == "default":
+            result = node.on_error.default
+            for edge in node.out_edges:
+                value = result[edge.source_port] if node.spec.multi_output else result
+                deliveries.append((edge, value))
+            if node.interface_name is not None and node.spec.role == "flow_output":
+                self._outputs[node.interface_name] = result
+        else:
+            branch = "error"
+            result = error_record(node.id, node.spec.name, exc)
+            deliveries.extend((edge, SKIPPED) for edge in node.out_edges)
+            deliveries.extend((edge, result) for edge in node.error_edges)
+        now = time.perf_counter()
+        self._emit(
+            NodeFinished(
+                self.run_id,
+                now - self._t0,
+                node.id,
+                result,
+                now - started,
+                branch,
+                error=describe(exc),
+            )
+        )
+        self._settle_one()
+        self._deliver(deliveries)
+        self._spawn(reserve=1)
 
     def _complete(self, node: PlanNode, result: Any, started: float, reused: bool = False) -> None:
         """Check the output, record it, and pass values (or SKIPPED) down every edge."""
@@ -439,6 +522,8 @@ class Run:
                 deliveries.append((edge, result[edge.source_port]))
             else:
                 deliveries.append((edge, result))
+        if node.error_edges:  # it succeeded: its error branch is not taken
+            deliveries.extend((edge, SKIPPED) for edge in node.error_edges)
         self._settle_one()
         self._deliver(deliveries)
 
@@ -486,6 +571,7 @@ class Run:
                             f"{problem}"
                         ),
                         time.perf_counter(),
+                        recoverable=False,
                     )
                     return
             values[edge.slot] = value

@@ -12,8 +12,9 @@ from pydantic import BaseModel
 
 from dagwright.registry import BlockSpec, Compat, Registry, checker_for, compatibility
 from dagwright.registry.types import Checker
-from dagwright.runtime.flow import Edge, Flow
-from dagwright.runtime.validate import FlowInvalidError, Problem, analyse
+from dagwright.runtime.flow import ERROR_PORT, Edge, ErrorPolicy, Flow
+from dagwright.runtime.subflow import AppResolver, SubflowConfig
+from dagwright.runtime.validate import Analysis, FlowInvalidError, Problem, analyse
 
 
 @dataclass(slots=True)
@@ -39,6 +40,13 @@ class PlanNode:
     output_checks: dict[str, Checker]
     out_edges: list[PlanEdge] = field(default_factory=list)
     interface_name: str | None = None  # the flow input/output name of an input/output node
+    on_error: ErrorPolicy | None = None
+    # Edges from the `error` port of a node whose policy routes failures on: they carry the
+    # error record when it fails and SKIPPED when it succeeds.
+    error_edges: list[PlanEdge] = field(default_factory=list)
+    # A node that runs sub-flows: it only waits for its children, so it takes no slot of the
+    # executor-wide limit (its children's nodes do; holding one too could deadlock).
+    orchestrates: bool = False
 
 
 @dataclass(slots=True)
@@ -60,6 +68,12 @@ class CompiledFlow:
     inputs: dict[str, FlowInput]
     outputs: dict[str, str]  # output name -> node id
     warnings: list[Problem]
+    # The document's sub-flows that its nodes run, compiled once; shared by nested sub-flows.
+    subflows: dict[str, CompiledFlow] = field(default_factory=dict)
+
+    @property
+    def calls_subflows(self) -> bool:
+        return any(node.orchestrates for node in self.nodes)
 
     @property
     def name(self) -> str:
@@ -92,11 +106,23 @@ def _node_timeout(spec: BlockSpec, node_timeout: float | None) -> float | None:
     return node_timeout if node_timeout is not None else spec.timeout
 
 
-def compile_flow(flow: Flow, registry: Registry) -> CompiledFlow:
-    """Validate and compile; raises FlowInvalidError listing every error."""
-    analysis = analyse(flow, registry)
+def compile_flow(flow: Flow, registry: Registry, apps: AppResolver | None = None) -> CompiledFlow:
+    """Validate and compile; raises FlowInvalidError listing every error. `apps` resolves
+    app references for their save-time checks; without it a flow that calls apps is
+    refused (a file run has no apps)."""
+    analysis = analyse(flow, registry, apps)
     if not analysis.ok:
         raise FlowInvalidError(analysis.problems)
+    subflows: dict[str, CompiledFlow] = {}
+    compiled = _compile(analysis, subflows)
+    # Every sub-flow the document's nodes reach, compiled once and shared by all of them.
+    for name, sub in analysis.subflows.items():
+        subflows[name] = _compile(sub, subflows)
+    return compiled
+
+
+def _compile(analysis: Analysis, subflows: dict[str, CompiledFlow]) -> CompiledFlow:
+    flow = analysis.flow
     index = {node_id: i for i, node_id in enumerate(analysis.nodes)}
     wired: dict[str, dict[str, list[Edge]]] = defaultdict(lambda: defaultdict(list))
     for edge in analysis.edges:
@@ -147,6 +173,8 @@ def compile_flow(flow: Flow, registry: Registry) -> CompiledFlow:
                 static_kwargs=static,
                 output_checks=checks,
                 interface_name=interface_name,
+                on_error=info.node.on_error,
+                orchestrates=isinstance(config, SubflowConfig),
             )
         )
     for node in nodes:
@@ -157,7 +185,9 @@ def compile_flow(flow: Flow, registry: Registry) -> CompiledFlow:
                 source = analysis.nodes[edge.source.node]
                 source_type = source.outputs[edge.source.port].type
                 needs_check = compatibility(source_type, target_type) is Compat.CHECK
-                nodes[index[edge.source.node]].out_edges.append(
+                source_node = nodes[index[edge.source.node]]
+                is_error = edge.source.port == ERROR_PORT and ERROR_PORT not in source.spec.outputs
+                (source_node.error_edges if is_error else source_node.out_edges).append(
                     PlanEdge(
                         target=node.index,
                         slot=slot,
@@ -168,4 +198,4 @@ def compile_flow(flow: Flow, registry: Registry) -> CompiledFlow:
                     )
                 )
     warnings = [p for p in analysis.problems if p.severity == "warning"]
-    return CompiledFlow(flow, nodes, inputs, outputs, warnings)
+    return CompiledFlow(flow, nodes, inputs, outputs, warnings, subflows)

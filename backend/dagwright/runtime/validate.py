@@ -8,12 +8,12 @@ from collections import defaultdict
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-import networkx as nx
 from pydantic import BaseModel, ValidationError
 
 from dagwright.errors import DagwrightError
 from dagwright.registry import BlockSpec, Compat, PortSpec, Registry, compatibility, type_name
-from dagwright.runtime.flow import Edge, Flow, Node
+from dagwright.runtime.flow import ERROR_PORT, Edge, Flow, Node
+from dagwright.runtime.subflow import AppResolver, Interface, SubflowConfig, SubflowRef
 
 Severity = Literal["error", "warning"]
 
@@ -35,6 +35,11 @@ PROBLEM_CODES = (
     "no_output",
     "unreachable_output",
     "unused_node",
+    "unknown_subflow",
+    "subflow_recursion",
+    "subflow_unavailable",
+    "unknown_app",
+    "subflow_invalid",
 )
 
 
@@ -89,6 +94,10 @@ class Analysis:
     nodes: dict[str, NodeInfo] = field(default_factory=dict)
     edges: list[Edge] = field(default_factory=list)  # edges whose ends all resolve
     problems: list[Problem] = field(default_factory=list)
+    # The document's sub-flows, analysed once each and shared by every analysis of the
+    # document (the root's and its sub-flows').
+    subflows: dict[str, Analysis] = field(default_factory=dict)
+    document: str = ""  # "" for the flow being checked, "app slug@3: " for an app it calls
 
     @property
     def ok(self) -> bool:
@@ -183,7 +192,7 @@ def _check_edge(analysis: Analysis, edge: Edge, seen: set[tuple[str, str, str]])
             node=edge.target.node,
             port=edge.target.port,
         )
-    if source.spec.is_condition:
+    if source.spec.is_condition and not _is_error_port(source, edge.source.port):
         if edge.branch is None:
             ok = False
             analysis.add(
@@ -254,29 +263,70 @@ def _check_required_inputs(analysis: Analysis) -> None:
                 )
 
 
-def _graph(analysis: Analysis) -> nx.DiGraph[str]:
-    graph: nx.DiGraph[str] = nx.DiGraph()
-    graph.add_nodes_from(analysis.nodes)
+@dataclass(slots=True)
+class _Graph:
+    """Which nodes each node feeds (and is fed by). Plain dicts: networkx takes ~0.1 s to
+    import, a fifth of a command-line run, and is imported only to describe a cycle."""
+
+    feeds: dict[str, list[str]]
+    fed_by: dict[str, list[str]]
+
+    def reach(self, start: str, links: dict[str, list[str]]) -> set[str]:
+        """Every node reached from `start` along `links` (start itself only via a cycle)."""
+        seen: set[str] = set()
+        todo = list(links[start])
+        while todo:
+            node = todo.pop()
+            if node not in seen:
+                seen.add(node)
+                todo.extend(links[node])
+        return seen
+
+    def has_cycle(self) -> bool:
+        waiting = {node: len(sources) for node, sources in self.fed_by.items()}
+        free = [node for node, count in waiting.items() if not count]
+        ordered = 0
+        while free:
+            ordered += 1
+            for target in self.feeds[free.pop()]:
+                waiting[target] -= 1
+                if not waiting[target]:
+                    free.append(target)
+        return ordered < len(waiting)
+
+
+def _graph(analysis: Analysis) -> _Graph:
+    feeds: dict[str, list[str]] = {node: [] for node in analysis.nodes}
+    fed_by: dict[str, list[str]] = {node: [] for node in analysis.nodes}
+    for edge in analysis.flow.edges:
+        source, target = edge.source.node, edge.target.node
+        if source in analysis.nodes and target in analysis.nodes and target not in feeds[source]:
+            feeds[source].append(target)
+            fed_by[target].append(source)
+    return _Graph(feeds, fed_by)
+
+
+def _check_cycles(analysis: Analysis, graph: _Graph) -> bool:
+    if not graph.has_cycle():
+        return False
+    import networkx as nx
+
+    digraph: nx.DiGraph[str] = nx.DiGraph()
+    digraph.add_nodes_from(analysis.nodes)
     for edge in analysis.flow.edges:
         if edge.source.node in analysis.nodes and edge.target.node in analysis.nodes:
-            graph.add_edge(edge.source.node, edge.target.node)
-    return graph
-
-
-def _check_cycles(analysis: Analysis, graph: nx.DiGraph[str]) -> bool:
-    found = False
-    for component in nx.strongly_connected_components(graph):
+            digraph.add_edge(edge.source.node, edge.target.node)
+    for component in nx.strongly_connected_components(digraph):
         first = min(component)
-        if len(component) == 1 and not graph.has_edge(first, first):
+        if len(component) == 1 and not digraph.has_edge(first, first):
             continue
-        found = True
-        cycle = nx.find_cycle(graph.subgraph(component), source=first)
+        cycle = nx.find_cycle(digraph.subgraph(component), source=first)
         path = " -> ".join([str(u) for u, _ in cycle] + [str(cycle[0][0])])
         analysis.add("cycle", f"cycle: {path} (loops belong in a sub-flow block)", node=first)
-    return found
+    return True
 
 
-def _check_interface(analysis: Analysis, graph: nx.DiGraph[str], has_cycle: bool) -> None:
+def _check_interface(analysis: Analysis, graph: _Graph, has_cycle: bool) -> None:
     names: dict[tuple[str, str], str] = {}
     inputs: list[str] = []
     outputs: list[str] = []
@@ -300,7 +350,7 @@ def _check_interface(analysis: Analysis, graph: nx.DiGraph[str], has_cycle: bool
         return
     fed = set(inputs)
     for node_id in inputs:
-        fed |= nx.descendants(graph, node_id)
+        fed |= graph.reach(node_id, graph.feeds)
     if inputs:
         for node_id in outputs:
             if node_id not in fed:
@@ -312,7 +362,7 @@ def _check_interface(analysis: Analysis, graph: nx.DiGraph[str], has_cycle: bool
                 )
     useful = set(outputs)
     for node_id in outputs:
-        useful |= nx.ancestors(graph, node_id)
+        useful |= graph.reach(node_id, graph.fed_by)
     for node_id in analysis.nodes:
         if node_id not in useful:
             analysis.add(
@@ -320,10 +370,44 @@ def _check_interface(analysis: Analysis, graph: nx.DiGraph[str], has_cycle: bool
             )
 
 
-def analyse(flow: Flow, registry: Registry) -> Analysis:
-    """Check a flow completely; `analysis.problems` holds everything found."""
+def analyse(
+    flow: Flow, registry: Registry, apps: AppResolver | None = None, app: str | None = None
+) -> Analysis:
+    """Check a flow completely; `analysis.problems` holds everything found. `apps` reads the
+    apps that sub-flow nodes refer to; `app` is the slug of the app this flow is saved to,
+    so that a chain of references coming back to it is found before it is published."""
+    context = _Context(registry, apps, app, flow, [f"app {app}@published"] if app else [])
     analysis = Analysis(flow)
-    _resolve_nodes(analysis, registry)
+    _analyse_into(analysis, context)
+    # Sub-flows no node calls yet (a group being built) are checked all the same.
+    for name in flow.subflows or {}:
+        _local_subflow(analysis, context, name)
+    for name, sub in analysis.subflows.items():
+        for problem in sub.problems:
+            where = f"{name}/{problem.node}" if problem.node else name
+            analysis.problems.append(
+                Problem(
+                    problem.code,
+                    f"in sub-flow {name!r}: {problem.message}",
+                    where,
+                    problem.port,
+                    problem.severity,
+                )
+            )
+    return analysis
+
+
+def validate(
+    flow: Flow, registry: Registry, apps: AppResolver | None = None, app: str | None = None
+) -> list[Problem]:
+    return analyse(flow, registry, apps, app).problems
+
+
+def _analyse_into(analysis: Analysis, context: _Context) -> None:
+    flow = analysis.flow
+    _resolve_nodes(analysis, context.registry)
+    _apply_error_policies(analysis)
+    _resolve_subflow_ports(analysis, context)
     seen: set[tuple[str, str, str]] = set()
     for edge in flow.edges:
         _check_edge(analysis, edge, seen)
@@ -331,8 +415,189 @@ def analyse(flow: Flow, registry: Registry) -> Analysis:
     graph = _graph(analysis)
     has_cycle = _check_cycles(analysis, graph)
     _check_interface(analysis, graph, has_cycle)
-    return analysis
 
 
-def validate(flow: Flow, registry: Registry) -> list[Problem]:
-    return analyse(flow, registry).problems
+# -- error policies ----------------------------------------------------------------------------
+
+
+def _is_error_port(info: NodeInfo, port: str) -> bool:
+    """Whether `port` is the `error` port an error policy adds (not a block's own)."""
+    policy = info.node.on_error
+    return (
+        port == ERROR_PORT
+        and policy is not None
+        and policy.fallback == "error_branch"
+        and ERROR_PORT not in info.spec.outputs
+    )
+
+
+def _apply_error_policies(analysis: Analysis) -> None:
+    for node_id, info in analysis.nodes.items():
+        policy = info.node.on_error
+        if policy is None:
+            continue
+        if policy.fallback == "error_branch":
+            if ERROR_PORT in info.spec.outputs:
+                analysis.add(
+                    "invalid_config",
+                    f"on_error: block {info.spec.name!r} has an output named {ERROR_PORT!r} "
+                    "already, so it cannot route failures to an error branch",
+                    node=node_id,
+                )
+                continue
+            info.outputs[ERROR_PORT] = PortSpec(
+                ERROR_PORT,
+                dict[str, Any],
+                description="the failure (node, block, type, code, message) when it fails",
+            )
+        elif policy.fallback == "default":
+            if info.spec.is_condition:
+                analysis.add(
+                    "invalid_config",
+                    "on_error: a condition cannot fall back to a default value (which branch "
+                    "would it take?); use fallback 'error_branch'",
+                    node=node_id,
+                )
+            elif info.spec.multi_output and not (
+                isinstance(policy.default, dict) and set(info.spec.outputs) <= set(policy.default)
+            ):
+                analysis.add(
+                    "invalid_config",
+                    f"on_error: the default of a block with several outputs is an object "
+                    f"with a value for each ({', '.join(info.spec.outputs)})",
+                    node=node_id,
+                )
+
+
+# -- sub-flows ---------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Context:
+    """What checking sub-flow references needs across documents: the registry, the apps, the
+    chain of sub-flows being checked (to name recursion) and the apps already read."""
+
+    registry: Registry
+    apps: AppResolver | None
+    app: str | None  # the app the root document is saved to
+    root: Flow
+    stack: list[str]
+    app_analyses: dict[str, Analysis] = field(default_factory=dict)
+
+
+def interface_of(analysis: Analysis) -> Interface:
+    """A (valid) flow's ports: its input nodes, typed by what they give, and its output
+    nodes, typed by what feeds them (Any when several edges do)."""
+    inputs: dict[str, PortSpec] = {}
+    outputs: dict[str, Any] = {}
+    feeding: dict[str, list[Any]] = defaultdict(list)
+    for edge in analysis.edges:
+        source = analysis.nodes[edge.source.node]
+        feeding[edge.target.node].append(source.outputs[edge.source.port].type)
+    for node_id, info in analysis.nodes.items():
+        if info.config is None or info.spec.role == "step":
+            continue
+        name = str(getattr(info.config, "name", node_id))
+        if info.spec.role == "flow_input":
+            default = getattr(info.config, "default", None)
+            required = bool(getattr(info.config, "required", True)) and default is None
+            inputs[name] = PortSpec(name, info.spec.outputs["output"].type, required, default)
+        else:
+            types = feeding[node_id]
+            outputs[name] = types[0] if len(types) == 1 else Any
+    return Interface(inputs, outputs)
+
+
+def _key(analysis: Analysis, ref: SubflowRef) -> str:
+    """How a sub-flow is named in the chain of calls (and in a recursion's message)."""
+    if ref.subflow is not None:
+        return f"{analysis.document}subflow {ref.subflow!r}"
+    return f"app {ref.app}@{ref.version}"
+
+
+def _local_subflow(analysis: Analysis, context: _Context, name: str) -> Analysis | str:
+    """The analysis of the document's sub-flow `name` (done once), or why there is none."""
+    found = analysis.subflows.get(name)
+    if found is not None:
+        return found
+    flow = analysis.flow
+    if name not in (flow.subflows or {}):
+        known = ", ".join(flow.subflows or {}) or "none"
+        return f"no sub-flow {name!r} in this flow (sub-flows: {known})"
+    sub = Analysis(flow.subflow(name), subflows=analysis.subflows, document=analysis.document)
+    context.stack.append(_key(analysis, SubflowRef(subflow=name)))
+    try:
+        _analyse_into(sub, context)
+    finally:
+        context.stack.pop()
+    analysis.subflows[name] = sub
+    return sub
+
+
+def _app_subflow(context: _Context, ref: SubflowRef) -> Analysis | str:
+    """The analysis of an app's flow, or why there is none."""
+    key = _key(Analysis(context.root), ref)
+    found = context.app_analyses.get(key)
+    if found is not None:
+        return found
+    if context.apps is None:
+        return "app references are resolved by a dagwright server; this flow runs without one"
+    if ref.app == context.app and ref.version == "published":
+        flow = context.root  # the document being saved is what the app will publish
+    else:
+        try:
+            flow = context.apps.app_flow(ref.app or "", ref.version)
+        except DagwrightError as exc:
+            return exc.message
+    sub = Analysis(flow, document=f"{key}: ")
+    context.stack.append(key)
+    try:
+        _analyse_into(sub, context)
+    finally:
+        context.stack.pop()
+    context.app_analyses[key] = sub
+    return sub
+
+
+def _resolve_subflow_ports(analysis: Analysis, context: _Context) -> None:
+    """The ports of sub-flow nodes, from the interface of the sub-flow each one runs."""
+    for node_id, info in analysis.nodes.items():
+        config = info.config
+        if not isinstance(config, SubflowConfig):
+            continue
+        ref = config.ref()
+        key = _key(analysis, ref)
+        if key in context.stack:
+            chain = context.stack[context.stack.index(key) :]
+            analysis.add(
+                "subflow_recursion",
+                f"{ref} calls itself: {' -> '.join([*chain, key])}",
+                node=node_id,
+            )
+            info.config = None
+            continue
+        if ref.subflow is not None:
+            sub = _local_subflow(analysis, context, ref.subflow)
+            code = "unknown_subflow"
+        else:
+            sub = _app_subflow(context, ref)
+            code = "subflow_unavailable" if context.apps is None else "unknown_app"
+        if isinstance(sub, str):
+            analysis.add(code, f"{ref}: {sub}", node=node_id)
+            info.config = None
+            continue
+        if not sub.ok:
+            first = next(p for p in sub.problems if p.severity == "error")
+            analysis.add("subflow_invalid", f"{ref} has errors; the first: {first}", node=node_id)
+            info.config = None
+            continue
+        try:
+            inputs, output_types = config.ports(interface_of(sub))
+        except ValueError as exc:
+            analysis.add("invalid_config", f"{ref}: {exc}", node=node_id)
+            info.config = None
+            continue
+        info.inputs = {**info.spec.inputs, **inputs}
+        for name, port_type in output_types.items():
+            port = info.outputs[name]
+            info.outputs[name] = PortSpec(name, port_type, description=port.description)
