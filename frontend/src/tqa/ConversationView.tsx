@@ -18,7 +18,7 @@ import {
   turnTokens,
   type ConversationState,
 } from "./conversation";
-import type { Evidence, Row, SchedulerChoice, TqaAnswer, ToolCall, TqaTurn } from "./types";
+import type { ConversationProfile, Evidence, Row, SchedulerChoice, TqaAnswer, ToolCall, TqaTurn } from "./types";
 
 export function ScriptedLabel({ testId, title }: { testId?: string; title?: string }) {
   return (
@@ -44,9 +44,11 @@ export function ConversationView({ state }: { state: ConversationState }) {
         </div>
         {state.request.sop && (
           <div className="small">
-            <strong>SOP</strong> <span className="tqa-pre">{state.request.sop}</span>
+            <strong>SOP{state.request.profile?.sop_version ? ` v${state.request.profile.sop_version}` : ""}</strong>{" "}
+            <span className="tqa-pre">{state.request.sop}</span>
           </div>
         )}
+        {state.request.profile && <ProfileUsed profile={state.request.profile} />}
         {state.request.answer_format && (
           <div className="small">
             <strong>Answer format</strong> <code className="tqa-code-inline">{state.request.answer_format}</code>
@@ -489,6 +491,28 @@ function EvidenceView({ evidence, i }: { evidence: Evidence; i: number }) {
         <RowsTable columns={evidence.columns} rows={evidence.rows} rowCount={evidence.row_count} truncated={evidence.truncated} testId={`tqa-evidence-rows-${i}`} />
       )}
       {evidence.outputs && <Outputs outputs={evidence.outputs} />}
+    </div>
+  );
+}
+
+/** What the conversation took from its dataset: example namespaces, hints given, hints learned. */
+function ProfileUsed({ profile }: { profile: ConversationProfile }) {
+  const roles = Object.keys(profile.namespaces ?? {});
+  return (
+    <div className="small muted" data-testid="tqa-profile-used">
+      {!profile.found && <span>no TQA dataset named “{profile.name}”: its hints only · </span>}
+      {roles.length > 0 && (
+        <span>
+          examples for {roles.join(", ")} (k {profile.examples_k}) ·{" "}
+        </span>
+      )}
+      <span data-testid="tqa-learned-used">{profile.learned_hints?.length ?? 0} learned hint(s) given</span>
+      {profile.learned?.length > 0 && (
+        <span data-testid="tqa-learned-new">
+          {" "}
+          · learned {profile.learned.length} new candidate hint(s) for review
+        </span>
+      )}
     </div>
   );
 }

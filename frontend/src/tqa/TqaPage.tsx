@@ -9,7 +9,8 @@ import { describeError } from "../ui/toast";
 import { askStream, tqaApi } from "./api";
 import { conversationReducer, initialConversation, statusText } from "./conversation";
 import { ConversationView, ScriptedLabel } from "./ConversationView";
-import type { AskBody, ConversationSummary, SchedulerKind } from "./types";
+import { DatasetsPanel } from "./DatasetsPanel";
+import type { AskBody, ConversationSummary, SchedulerKind, TqaDataset } from "./types";
 import "./tqa.css";
 
 const PAGE = 20;
@@ -22,6 +23,8 @@ export function TqaPage({ conversationId }: { conversationId: string | null }) {
   const [asking, setAsking] = useState(false);
   const [reload, setReload] = useState(0);
   const [listVersion, setListVersion] = useState(0);
+  const [editing, setEditing] = useState(false); // the datasets editor instead of the conversation
+  const [datasetsVersion, setDatasetsVersion] = useState(0);
   const abortRef = useRef<AbortController | null>(null);
   const liveIdRef = useRef<string | null>(null);
 
@@ -134,14 +137,26 @@ export function TqaPage({ conversationId }: { conversationId: string | null }) {
         <h1>
           Ask your tables <span className="muted">(AutoTQA)</span>
         </h1>
+        <span className="spacer" />
+        <button
+          className={`btn${editing ? " btn-primary" : ""}`}
+          data-testid="tqa-datasets-toggle"
+          onClick={() => {
+            if (editing) setDatasetsVersion((v) => v + 1); // the form sees the edits
+            setEditing((on) => !on);
+          }}
+        >
+          {editing ? "Back to the conversation" : "Datasets"}
+        </button>
       </header>
       <div className="tqa-layout">
         <aside className="tqa-side">
-          <AskForm onAsk={ask} asking={asking} onStop={stop} />
+          <AskForm onAsk={ask} asking={asking} onStop={stop} datasetsVersion={datasetsVersion} />
           <ConversationList version={listVersion} current={state.id ?? conversationId} onOpen={open} />
         </aside>
         <main className="tqa-main">
-          {loadError && (
+          {editing && <DatasetsPanel />}
+          {!editing && loadError && (
             <div className="error-box" role="alert" data-testid="tqa-error">
               <strong>Could not load the conversation</strong> <code>{loadError.code}</code> {loadError.message}
               <button className="btn btn-small" onClick={() => setReload((r) => r + 1)}>
@@ -162,8 +177,8 @@ export function TqaPage({ conversationId }: { conversationId: string | null }) {
               </button>
             </div>
           )}
-          {loading && !hasView && <p className="muted">Loading the conversation…</p>}
-          {hasView && state.status !== "refused" ? (
+          {!editing && loading && !hasView && <p className="muted">Loading the conversation…</p>}
+          {editing ? null : hasView && state.status !== "refused" ? (
             <ConversationView state={state} />
           ) : (
             !loading &&
@@ -184,18 +199,47 @@ export function TqaPage({ conversationId }: { conversationId: string | null }) {
   );
 }
 
-export function AskForm({ onAsk, asking, onStop }: { onAsk: (body: AskBody) => void; asking: boolean; onStop: () => void }) {
+export function AskForm({
+  onAsk,
+  asking,
+  onStop,
+  datasetsVersion = 0,
+}: {
+  onAsk: (body: AskBody) => void;
+  asking: boolean;
+  onStop: () => void;
+  datasetsVersion?: number;
+}) {
   const [question, setQuestion] = useState("");
-  const [sop, setSop] = useState("");
+  const [dataset, setDataset] = useState("");
+  const [datasets, setDatasets] = useState<TqaDataset[] | null>(null);
+  const [datasetsError, setDatasetsError] = useState<{ code: string; message: string } | null>(null);
   const [scheduler, setScheduler] = useState<SchedulerKind>("fsm");
-  const [maxRounds, setMaxRounds] = useState("12");
+  const [maxRounds, setMaxRounds] = useState("50"); // the paper's max_round
   const [format, setFormat] = useState("");
   const rounds = Number(maxRounds);
   const roundsOk = Number.isInteger(rounds) && rounds >= 1 && rounds <= 100;
   const ready = question.trim() !== "" && roundsOk && !asking;
+  const chosen = datasets?.find((d) => d.name === dataset) ?? null;
+
+  useEffect(() => {
+    let cancelled = false;
+    tqaApi.datasets().then(
+      (list) => {
+        if (cancelled) return;
+        setDatasets(list);
+        setDatasetsError(null);
+      },
+      (e: unknown) => !cancelled && setDatasetsError(describeError(e)),
+    );
+    return () => {
+      cancelled = true;
+    };
+  }, [datasetsVersion]);
+
   const submit = () => {
     if (!ready) return;
-    onAsk({ question: question.trim(), sop, scheduler, max_rounds: rounds, answer_format: format });
+    onAsk({ question: question.trim(), dataset: dataset || undefined, scheduler, max_rounds: rounds, answer_format: format });
   };
   return (
     <form
@@ -227,10 +271,33 @@ export function AskForm({ onAsk, asking, onStop }: { onAsk: (body: AskBody) => v
         />
       </div>
       <div className="field">
-        <label className="field-title" htmlFor="tqa-sop">
-          SOP <span className="muted">(optional: the dataset's standard procedure)</span>
+        <label className="field-title" htmlFor="tqa-dataset">
+          Dataset <span className="muted">(its sources, SOP, examples and hints)</span>
         </label>
-        <textarea id="tqa-sop" className="input" rows={2} data-testid="tqa-sop" value={sop} onChange={(e) => setSop(e.target.value)} />
+        <select id="tqa-dataset" className="input" data-testid="tqa-dataset" value={dataset} onChange={(e) => setDataset(e.target.value)}>
+          <option value="">none — every source, no SOP</option>
+          {datasets?.map((d) => (
+            <option key={d.name} value={d.name}>
+              {d.name}
+            </option>
+          ))}
+        </select>
+        {datasetsError && (
+          <div className="small error-text" data-testid="tqa-datasets-error">
+            <code>{datasetsError.code}</code> {datasetsError.message}
+          </div>
+        )}
+        {chosen && (
+          <div className="small muted" data-testid="tqa-dataset-summary">
+            {chosen.description && <div>{chosen.description}</div>}
+            <div>sources: {chosen.sources.length ? chosen.sources.join(", ") : "all"}</div>
+            <div>SOP {chosen.sop_version ? `v${chosen.sop_version}: ${chosen.sop.split("\n")[0].slice(0, 80)}` : "none"}</div>
+            <div>
+              examples:{" "}
+              {Object.keys(chosen.namespaces).length ? `${Object.keys(chosen.namespaces).join(", ")} (k ${chosen.examples_k})` : "none"}
+            </div>
+          </div>
+        )}
       </div>
       <div className="tqa-form-row">
         <div className="field">

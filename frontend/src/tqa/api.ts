@@ -4,7 +4,10 @@
 
 import { ADMIN_TOKEN_EVENT, ApiError, adminToken, request } from "../api/http";
 import { readSse, SseParser, type SseMessage } from "../debug/sse";
-import type { AskBody, ConversationPage, ConversationRecord } from "./types";
+import type { AskBody, ConversationPage, ConversationRecord, HintStatus, SopVersion, TqaDataset, TqaHint } from "./types";
+
+/** The settings of a dataset one can change (a different `sop` is stored as its next version). */
+export type DatasetSettings = Partial<Pick<TqaDataset, "description" | "sources" | "namespaces" | "examples_k" | "hints_k" | "sop">>;
 
 const T = "/api/v1/tqa";
 const e = encodeURIComponent;
@@ -13,6 +16,17 @@ export const tqaApi = {
   conversations: (offset = 0, limit = 20, status?: string) =>
     request<ConversationPage>("GET", `${T}/conversations?offset=${offset}&limit=${limit}${status ? `&status=${e(status)}` : ""}`),
   conversation: (id: string) => request<ConversationRecord>("GET", `${T}/conversations/${e(id)}`),
+  datasets: () => request<TqaDataset[]>("GET", `${T}/datasets`),
+  createDataset: (name: string, settings: DatasetSettings) => request<TqaDataset>("POST", `${T}/datasets`, { name, ...settings }),
+  updateDataset: (name: string, settings: DatasetSettings & { sop_note?: string }) =>
+    request<TqaDataset>("PUT", `${T}/datasets/${e(name)}`, settings),
+  deleteDataset: (name: string) => request<void>("DELETE", `${T}/datasets/${e(name)}`),
+  sops: (name: string) => request<SopVersion[]>("GET", `${T}/datasets/${e(name)}/sops`),
+  hints: (dataset: string, status?: HintStatus) =>
+    request<TqaHint[]>("GET", `${T}/hints?dataset=${e(dataset)}${status ? `&status=${status}` : ""}`),
+  addHint: (dataset: string, text: string) => request<TqaHint>("POST", `${T}/hints`, { dataset, text }),
+  updateHint: (id: string, change: { text?: string; status?: HintStatus }) => request<TqaHint>("PUT", `${T}/hints/${e(id)}`, change),
+  deleteHint: (id: string) => request<void>("DELETE", `${T}/hints/${e(id)}`),
 };
 
 /** The request's body as the server wants it: empty optional fields left out. */
@@ -23,7 +37,6 @@ export function askPayload(body: AskBody): Record<string, unknown> {
     max_rounds: body.max_rounds,
     stream: true,
   };
-  if (body.sop?.trim()) out.sop = body.sop;
   if (body.dataset?.trim()) out.dataset = body.dataset.trim();
   if (body.answer_format?.trim()) out.answer_format = body.answer_format;
   return out;

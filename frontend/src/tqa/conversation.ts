@@ -5,6 +5,7 @@
 import type { SseMessage } from "../debug/sse";
 import type {
   AskBody,
+  ConversationProfile,
   ConversationRecord,
   ConversationStatus,
   ConversationSummary,
@@ -20,7 +21,7 @@ export interface ConversationState {
   source: Source | null;
   id: string | null;
   question: string;
-  request: Partial<AskBody>;
+  request: ShownRequest;
   turns: TqaTurn[]; // in seq order, one per seq
   /** running | completed | round_limit | failed; `interrupted`: the stream broke before its
    *  result; `refused`: the server refused the question (nothing ran). */
@@ -132,10 +133,14 @@ export function conversationReducer(state: ConversationState, action: Conversati
   }
 }
 
-function requestOf(s: ConversationSummary): Partial<AskBody> {
+/** What was asked, as shown: the request, and the dataset's SOP and profile as the server used them. */
+export type ShownRequest = Partial<AskBody> & { sop?: string; profile?: ConversationProfile | null };
+
+function requestOf(s: ConversationSummary): ShownRequest {
   return {
     question: s.question,
     sop: s.sop || undefined,
+    profile: s.profile ?? undefined,
     dataset: s.dataset ?? undefined,
     scheduler: s.scheduler as AskBody["scheduler"],
     max_rounds: s.max_rounds,

@@ -97,6 +97,7 @@ export interface ConversationSummary {
   scheduler: SchedulerKind | string;
   max_rounds: number;
   answer_format: string | null;
+  profile?: ConversationProfile | null;
   status: ConversationStatus;
   rounds: number;
   answer: TqaAnswer | null;
@@ -120,9 +121,69 @@ export interface ConversationPage {
 
 export interface AskBody {
   question: string;
-  sop?: string;
+  /** A TQA dataset (profile): its sources, SOP, example namespaces and hints. */
   dataset?: string;
   scheduler: SchedulerKind;
   max_rounds: number;
   answer_format?: string;
+}
+
+/** Who reads few-shot examples, and what one of theirs holds. */
+export const EXAMPLE_ROLES = {
+  planner: "question → plan",
+  engineer: "question → report",
+  critic: "answer → verdict",
+  text_to_sql: "question → sql",
+  python: "task → code",
+} as const;
+export type ExampleRole = keyof typeof EXAMPLE_ROLES;
+
+/** A TQA dataset (AutoTQA profile): GET /api/v1/tqa/datasets. */
+export interface TqaDataset {
+  name: string;
+  description: string;
+  sources: string[];
+  namespaces: Partial<Record<ExampleRole, string>>;
+  examples_k: number;
+  hints_k: number;
+  sop: string;
+  sop_version: number;
+  created_at: string | null;
+  updated_at: string | null;
+}
+
+export interface SopVersion {
+  version: number;
+  text: string;
+  note: string;
+  created_at: string;
+}
+
+export type HintStatus = "confirmed" | "candidate" | "dropped";
+
+/** Common knowledge of a dataset: written by hand, or learned from a successful retry. */
+export interface TqaHint {
+  id: string;
+  dataset: string;
+  text: string;
+  status: HintStatus;
+  source: "manual" | "learned";
+  question: string | null;
+  conversation_id: string | null;
+  details: { error?: TqaError; tables?: string[]; failed_sql?: string | null; fixed_sql?: string | null } | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** What a conversation used of its dataset (null: none named). */
+export interface ConversationProfile {
+  name: string;
+  found: boolean;
+  sop_version: number;
+  namespaces: Record<string, string>;
+  examples_k: number;
+  sources: string[];
+  hints: string[];
+  learned_hints: { id: string; status: HintStatus; similarity: number }[];
+  learned: string[];
 }
