@@ -4,7 +4,10 @@ It knows nothing of HTTP or databases: it takes a flow and inputs and yields eve
 """
 
 from dagwright.runtime.events import (
+    IterationFinished,
+    IterationStarted,
     NodeCancelled,
+    NodeEvent,
     NodeFailed,
     NodeFinished,
     NodeMessage,
@@ -24,21 +27,39 @@ from dagwright.runtime.executor import (
     Run,
     RunResult,
 )
-from dagwright.runtime.flow import Edge, Flow, Node, PortRef, load_flow, loads_flow, parse_flow
+from dagwright.runtime.flow import (
+    Edge,
+    ErrorPolicy,
+    Flow,
+    Node,
+    PortRef,
+    SubFlow,
+    load_flow,
+    loads_flow,
+    parse_flow,
+)
 from dagwright.runtime.plan import CompiledFlow, compile_flow
-from dagwright.runtime.trace import NodeTrace, build_trace
+from dagwright.runtime.subflow import AppFlows, AppResolver, SubflowRef
+from dagwright.runtime.trace import IterationTrace, NodeTrace, build_trace, iteration_nodes
 from dagwright.runtime.validate import FlowInvalidError, Problem, analyse, validate
 
 __all__ = [
     "SKIPPED",
+    "AppFlows",
+    "AppResolver",
     "CompiledFlow",
     "Edge",
+    "ErrorPolicy",
     "Executor",
     "ExecutorOptions",
     "Flow",
     "FlowInvalidError",
+    "IterationFinished",
+    "IterationStarted",
+    "IterationTrace",
     "Node",
     "NodeCancelled",
+    "NodeEvent",
     "NodeFailed",
     "NodeFinished",
     "NodeMessage",
@@ -55,9 +76,12 @@ __all__ = [
     "RunFinished",
     "RunResult",
     "RunStarted",
+    "SubFlow",
+    "SubflowRef",
     "analyse",
     "build_trace",
     "compile_flow",
+    "iteration_nodes",
     "load_flow",
     "loads_flow",
     "parse_flow",

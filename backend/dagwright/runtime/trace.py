@@ -1,4 +1,7 @@
-"""Folding a run's events into a per-node trace: what the debug panel and `--trace` show."""
+"""Folding a run's events into a per-node trace: what the debug panel and `--trace` show.
+
+Nodes inside sub-flows are traced under their path (`refine[2]/check`); a sub-flow node
+lists its iterations (map items, repeat rounds, or its single call) with their status."""
 
 from __future__ import annotations
 
@@ -8,6 +11,8 @@ from typing import Any, Literal
 
 from dagwright.registry.context import Usage
 from dagwright.runtime.events import (
+    IterationFinished,
+    IterationStarted,
     NodeCancelled,
     NodeFailed,
     NodeFinished,
@@ -17,7 +22,26 @@ from dagwright.runtime.events import (
     RunEvent,
 )
 
-NodeStatus = Literal["pending", "running", "succeeded", "reused", "skipped", "failed", "cancelled"]
+NodeStatus = Literal[
+    "pending", "running", "succeeded", "reused", "recovered", "skipped", "failed", "cancelled"
+]
+IterationStatus = Literal["running", "succeeded", "failed", "cancelled"]
+
+
+@dataclass(slots=True)
+class IterationTrace:
+    index: int | None  # the item or round; None for a sub-flow node's single call
+    status: IterationStatus = "running"
+    started: float | None = None
+    finished: float | None = None
+    duration: float | None = None
+    error: str | None = None
+    outputs: dict[str, Any] | None = None
+
+    @staticmethod
+    def prefix(node: str, index: int | None) -> str:
+        """How the iteration's nodes are named: `node[index]/inner` or `node/inner`."""
+        return f"{node}/" if index is None else f"{node}[{index}]/"
 
 
 @dataclass(slots=True)
@@ -34,6 +58,7 @@ class NodeTrace:
     error: str | None = None
     messages: list[dict[str, Any]] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)  # model calls of this node, summed
+    iterations: list[IterationTrace] = field(default_factory=list)  # by index
 
 
 def build_trace(
@@ -56,6 +81,8 @@ def build_trace(
         elif isinstance(event, NodeFinished):
             trace = of(event.node)
             trace.status = "reused" if event.reused else "succeeded"
+            if event.error is not None:  # a failure its error policy turned into an output
+                trace.status, trace.error = "recovered", event.error
             trace.output, trace.branch = event.output, event.branch
             trace.finished, trace.duration = event.t, event.duration
         elif isinstance(event, NodeSkipped):
@@ -80,4 +107,37 @@ def build_trace(
                         event.data["calls"],
                     )
                 )
+        elif isinstance(event, IterationStarted):
+            of(event.node).iterations.append(IterationTrace(event.index, started=event.t))
+        elif isinstance(event, IterationFinished):
+            iteration = _iteration(of(event.node), event.index)
+            iteration.status, iteration.error = event.status, event.error
+            iteration.finished, iteration.duration = event.t, event.duration
+            iteration.outputs = event.outputs
+    for trace in traces.values():
+        if len(trace.iterations) > 1:  # map items finish in any order
+            trace.iterations.sort(key=lambda it: -1 if it.index is None else it.index)
     return traces
+
+
+def _iteration(trace: NodeTrace, index: int | None) -> IterationTrace:
+    # The latest first: items of a map still running are at the end.
+    for iteration in reversed(trace.iterations):
+        if iteration.index == index:
+            return iteration
+    iteration = IterationTrace(index)
+    trace.iterations.append(iteration)
+    return iteration
+
+
+def iteration_nodes(
+    traces: Mapping[str, NodeTrace], node: str, index: int | None
+) -> dict[str, NodeTrace]:
+    """The traces of one iteration's nodes, by their id inside the sub-flow: what the debug
+    panel opens when an iteration of a sub-flow node is clicked."""
+    prefix = IterationTrace.prefix(node, index)
+    return {
+        path[len(prefix) :]: trace
+        for path, trace in traces.items()
+        if path.startswith(prefix) and "/" not in path[len(prefix) :]
+    }
