@@ -19,6 +19,7 @@ from dagwright.api.jsontext import SafeJSONResponse
 from dagwright.api.routes import (
     apps,
     data,
+    evaluations,
     examples,
     keys,
     openai_compat,
@@ -57,7 +58,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
             allow_methods=["*"],
             allow_headers=["*"],
         )
-    for module in (apps, runs, published, keys, examples, data, openai_compat, tqa):
+    for module in (apps, runs, published, keys, examples, data, openai_compat, tqa, evaluations):
         app.include_router(module.router)
 
     @app.get("/api/v1/health", tags=["health"])

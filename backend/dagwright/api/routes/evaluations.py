@@ -1,0 +1,342 @@
+"""Evaluation: datasets (import from a file on the server or an upload, examples, few-shot
+pools), evaluations of an app version over a dataset (run in the background, progress,
+report, results, comparison) and scoring predictions without running anything."""
+
+from __future__ import annotations
+
+import asyncio
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Request, Response
+from pydantic import BaseModel, ConfigDict, Field
+
+from dagwright.api.routes.access import Admin
+from dagwright.api.state import Services, services
+from dagwright.errors import InputError, NotFoundError
+from dagwright.evaluation.metrics import METRICS
+
+if TYPE_CHECKING:
+    from dagwright.evaluation.batch import Progress
+    from dagwright.services.evaluations import EvaluationService
+
+router = APIRouter(prefix="/api/v1", tags=["evaluations"], dependencies=[Admin])
+Deps = Annotated[Services, Depends(services)]
+MAX_UPLOAD_EXAMPLES = 100_000
+
+
+def _evaluations(s: Services) -> EvaluationService:
+    from dagwright.services.datasets import DatasetService
+    from dagwright.services.evaluations import EvaluationService
+
+    folder = s.settings.data_dir / "sources" / "eval-datasets"
+    datasets = DatasetService(s.engine, s.data, folder, s.examples)
+    return EvaluationService(s.engine, s.apps, s.runs, datasets)
+
+
+class _Running:
+    """The evaluations this process is running: their tasks and last progress."""
+
+    def __init__(self) -> None:
+        self.tasks: dict[str, asyncio.Task[Any]] = {}
+        self.progress: dict[str, dict[str, Any]] = {}
+
+
+def _running(request: Request) -> _Running:
+    state = request.app.state
+    if not hasattr(state, "evaluations_running"):
+        state.evaluations_running = _Running()
+    found: _Running = state.evaluations_running
+    return found
+
+
+# -- datasets -------------------------------------------------------------------------------------
+
+
+class DatasetImportIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(description="a-z, 0-9 and _, up to 31 characters")
+    kind: str = Field(description="wikitq, tabfact, fetaqa, spider or generic")
+    path: str = Field(
+        description="The file on the server (absolute, under a source root), in the kind's "
+        "native format; tables are read beside it as the packs lay them out."
+    )
+    split: str = "dev"
+    metric: str | None = Field(None, description=f"Default: the kind's; one of {METRICS}")
+    mapping: dict[str, str] | None = Field(
+        None, description="generic: {id, question, answer, table, sql} -> the file's field"
+    )
+    limit: int | None = Field(None, ge=1)
+
+
+@router.get("/datasets")
+async def list_datasets(s: Deps) -> list[dict[str, Any]]:
+    found = await asyncio.to_thread(_evaluations(s).datasets.list)
+    return [d.to_dict() for d in found]
+
+
+@router.post("/datasets", status_code=201)
+async def import_dataset(body: DatasetImportIn, s: Deps) -> dict[str, Any]:
+    """Import a file on the server; its tables become data sources the flows can query."""
+    from dagwright.data.connectors.common import SourcePaths
+
+    # The same rule as a file source: only files under the source roots may be read.
+    path = SourcePaths.for_data_dir(s.settings.data_dir).check(body.path, "dataset import")
+    summary = await asyncio.to_thread(
+        _evaluations(s).datasets.import_file,
+        body.name,
+        body.kind,
+        path,
+        split=body.split,
+        metric=body.metric,
+        mapping=body.mapping,
+        limit=body.limit,
+    )
+    return summary.to_dict()
+
+
+@router.post("/datasets/{name}/upload", status_code=201)
+async def upload_dataset(
+    name: str,
+    request: Request,
+    s: Deps,
+    kind: Annotated[str, Query(description="fetaqa or generic (tables inline or none)")],
+    fmt: Annotated[str, Query(alias="format", description="jsonl, csv or tsv")] = "jsonl",
+    split: str = "dev",
+    metric: str | None = None,
+) -> dict[str, Any]:
+    """Import a file sent as the request body. Only formats whose tables travel inside the
+    file (FeTaQA's `table_array`) or that have none (generic) can be uploaded."""
+    if kind not in ("fetaqa", "generic"):
+        raise InputError("an upload carries no table files: import wikitq, tabfact, spider by path")
+    if fmt not in ("jsonl", "csv", "tsv"):
+        raise InputError("format is jsonl, csv or tsv")
+    body = await request.body()
+
+    def work() -> dict[str, Any]:
+        with tempfile.TemporaryDirectory() as folder:
+            path = Path(folder) / f"upload.{fmt}"
+            path.write_bytes(body)
+            summary = _evaluations(s).datasets.import_file(
+                name, kind, path, split=split, metric=metric, limit=MAX_UPLOAD_EXAMPLES
+            )
+        return summary.to_dict()
+
+    return await asyncio.to_thread(work)
+
+
+@router.get("/datasets/{name}")
+async def get_dataset(name: str, s: Deps) -> dict[str, Any]:
+    summary = await asyncio.to_thread(_evaluations(s).datasets.get, name)
+    return summary.to_dict()
+
+
+@router.get("/datasets/{name}/examples")
+async def dataset_examples(
+    name: str,
+    s: Deps,
+    split: str = "dev",
+    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 50,
+) -> list[dict[str, Any]]:
+    from dagwright.services.datasets import example_dict
+
+    rows = await asyncio.to_thread(_evaluations(s).datasets.examples, name, split, offset, limit)
+    return [example_dict(r) for r in rows]
+
+
+class FewShotIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    split: str = "train"
+    namespace: str
+    embedder: str = "hashing"
+
+
+@router.post("/datasets/{name}/few-shot")
+async def load_few_shot(name: str, body: FewShotIn, s: Deps) -> dict[str, Any]:
+    """A split's examples into a few-shot namespace (idempotent)."""
+    count = await _evaluations(s).datasets.load_few_shot(
+        name, body.split, body.namespace, body.embedder
+    )
+    return {"namespace": body.namespace, "loaded": count}
+
+
+# -- evaluations ----------------------------------------------------------------------------------
+
+
+class EvaluationIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    app: str = Field(description="The app's slug or id.")
+    version: str | None = Field(None, description="Number or id; default: the published one.")
+    dataset: str
+    split: str = "dev"
+    limit: int | None = Field(None, ge=1)
+    concurrency: int = Field(4, ge=1, le=64)
+    inputs: dict[str, str] | None = Field(None, description="app input -> example field")
+    output: str | None = Field(None, description="The app output holding the answer.")
+    resume: bool = Field(True, description="Continue an unfinished one of the same version.")
+    wait: bool = Field(False, description="Answer with the report when done (else 202).")
+
+
+@router.post("/evaluations", status_code=202)
+async def start_evaluation(
+    body: EvaluationIn, request: Request, response: Response, s: Deps
+) -> dict[str, Any]:
+    """Run an app version over a dataset split; each example becomes a recorded run."""
+    from dagwright.services.evaluations import evaluation_dict
+
+    evaluations = _evaluations(s)
+    settings: dict[str, Any] = {"inputs": body.inputs}
+    if body.output:
+        settings["output"] = body.output
+    row = await asyncio.to_thread(
+        evaluations.create,
+        body.app,
+        body.version,
+        body.dataset,
+        split=body.split,
+        limit=body.limit,
+        settings=settings,
+        resume=body.resume,
+    )
+    running = _running(request)
+    if row.id not in running.tasks:
+
+        def progress(p: Progress) -> None:
+            running.progress[row.id] = p.to_dict()
+
+        task = asyncio.get_running_loop().create_task(
+            evaluations.run(row.id, concurrency=body.concurrency, on_progress=progress),
+            name=f"dagwright-evaluation-{row.id}",
+        )
+        running.tasks[row.id] = task
+        task.add_done_callback(lambda _: running.tasks.pop(row.id, None))
+    if body.wait:
+        await asyncio.shield(running.tasks.get(row.id) or asyncio.sleep(0))
+        response.status_code = 200
+        return await asyncio.to_thread(evaluations.report, row.id)
+    return evaluation_dict(row)
+
+
+@router.get("/evaluations")
+async def list_evaluations(
+    s: Deps, app: str | None = None, limit: Annotated[int, Query(ge=1, le=500)] = 50
+) -> list[dict[str, Any]]:
+    from dagwright.services.evaluations import evaluation_dict
+
+    rows = await asyncio.to_thread(_evaluations(s).list, app, limit)
+    return [evaluation_dict(r) for r in rows]
+
+
+@router.get("/evaluations/compare")
+async def compare_evaluations(a: str, b: str, s: Deps) -> dict[str, Any]:
+    """B against A: difference with a paired interval and test, and the flipped examples."""
+    return await asyncio.to_thread(_evaluations(s).compare, a, b)
+
+
+@router.get("/evaluations/{evaluation_id}")
+async def get_evaluation(evaluation_id: str, request: Request, s: Deps) -> dict[str, Any]:
+    """The evaluation, how many examples have a result, and (while this replica runs it) the
+    live progress: rate, ETA, tokens, cost."""
+    from dagwright.services.evaluations import evaluation_dict
+
+    evaluations = _evaluations(s)
+    row = await asyncio.to_thread(evaluations.get, evaluation_id)
+    done = await asyncio.to_thread(evaluations.done_ids, evaluation_id)
+    running = _running(request)
+    return {
+        **evaluation_dict(row),
+        "done": len(done),
+        "running_here": evaluation_id in running.tasks,
+        "progress": running.progress.get(evaluation_id),
+    }
+
+
+@router.get("/evaluations/{evaluation_id}/report")
+async def evaluation_report(evaluation_id: str, s: Deps) -> dict[str, Any]:
+    return await asyncio.to_thread(_evaluations(s).report, evaluation_id)
+
+
+@router.get("/evaluations/{evaluation_id}/results")
+async def evaluation_results(
+    evaluation_id: str,
+    s: Deps,
+    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    failed: bool = False,
+) -> list[dict[str, Any]]:
+    """Per example: prediction, score, its run (the trace at /api/v1/runs/{run_id})."""
+    rows = await asyncio.to_thread(_evaluations(s).rows, evaluation_id)
+    if failed:
+        rows = [r for r in rows if r.correct is False or r.error]
+    return [
+        {
+            "id": r.example_id,
+            "question": r.question,
+            "prediction": r.prediction,
+            "gold": r.gold,
+            "score": r.score,
+            "correct": r.correct,
+            "error": r.error,
+            "run_id": r.run_id,
+            "latency": r.latency,
+            "tokens": r.tokens,
+            "cost": r.cost,
+            "meta": r.meta,
+        }
+        for r in rows[offset : offset + limit]
+    ]
+
+
+@router.post("/evaluations/{evaluation_id}/cancel", status_code=202)
+async def cancel_evaluation(evaluation_id: str, request: Request) -> dict[str, Any]:
+    """Stops a running evaluation (its finished examples are kept: POST it again to resume)."""
+    task = _running(request).tasks.get(evaluation_id)
+    if task is None:
+        raise NotFoundError(
+            f"evaluation {evaluation_id!r} is not running here", "evaluation_not_running"
+        )
+    task.cancel()
+    return {"id": evaluation_id, "cancelled": True}
+
+
+# -- scoring without running --------------------------------------------------------------------
+
+
+class ScoreItem(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    id: str
+    gold: dict[str, Any] = Field(
+        description="wikitq: targetValue (+ targetCanon); tabfact: label; fetaqa, numeric: answer"
+    )
+    prediction: Any = None
+
+
+class ScoreIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    metric: str = Field(description="wikitq, tabfact, fetaqa or numeric")
+    items: list[ScoreItem] = Field(max_length=100_000)
+    per_example: bool = False
+
+
+@router.post("/score")
+async def score(body: ScoreIn) -> dict[str, Any]:
+    """Score predictions with an official metric (the SQL metrics need databases: use
+    `dagwright eval score` or a dataset)."""
+    from dagwright.evaluation.metrics.base import Item
+    from dagwright.evaluation.scoring import score_items
+
+    if body.metric not in ("wikitq", "tabfact", "fetaqa", "numeric"):
+        raise InputError(f"metric {body.metric!r}: one of wikitq, tabfact, fetaqa, numeric")
+    items = [Item(i.id, i.gold, i.prediction) for i in body.items]
+    try:
+        report = await asyncio.to_thread(score_items, body.metric, items)
+    except (KeyError, ValueError) as exc:
+        raise InputError(f"an item does not fit the {body.metric} metric: {exc}") from None
+    return report.to_dict(per_example=body.per_example)

@@ -1,0 +1,155 @@
+"""The evaluation API on a live server: import a dataset by path (its tables registered as a
+source), run an app over it, read progress, report, results, compare, score without
+running; refusals with their codes."""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from support.server import Api, LiveServer, live_server
+
+from .test_evaluation_service import _flow
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    with live_server("sqlite", tmp_path_factory.mktemp("server")) as running:
+        yield running
+
+
+def _count_app(api: Api, slug: str, offset: int) -> None:
+    """table -> its row count + offset (offset 1: always wrong)."""
+    flow = _flow(
+        [
+            {"id": "table", "block": "text_input", "config": {"name": "table"}},
+            {
+                "id": "sql",
+                "block": "template",
+                "config": {"template": f"SELECT COUNT(*) + {offset} AS n FROM {{{{ table }}}}"},
+            },
+            {"id": "query", "block": "sql_query", "config": {}},
+            {"id": "pick", "block": "json_path", "config": {"path": "$[0].n", "first": True}},
+            {"id": "answer", "block": "output", "config": {"name": "answer"}},
+        ],
+        [
+            ("table", "output", "sql", "table"),
+            ("sql", "output", "query", "sql"),
+            ("query", "rows", "pick", "data"),
+            ("pick", "output", "answer", "value"),
+        ],
+    )
+    api.create_app(slug)
+    api.publish(slug, api.save(slug, flow)["id"])
+
+
+def _dataset(server: LiveServer) -> Path:
+    folder = server.settings.data_dir / "sources" / "rows"
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "three.csv").write_text("a\n1\n2\n3\n")
+    (folder / "two.csv").write_text("a\n1\n2\n")
+    records = [
+        {"id": "a", "question": "rows?", "table": "three.csv", "answer": "3"},
+        {"id": "b", "question": "rows?", "table": "two.csv", "answer": "2"},
+        {"id": "c", "question": "rows?", "table": "two.csv", "answer": "7"},
+    ]
+    path = folder / "rows.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in records))
+    return path
+
+
+def _post(api: Api, url: str, body: dict[str, Any], status: int) -> Any:
+    response = api.http.post(url, json=body)
+    assert response.status_code == status, response.text
+    return response.json()
+
+
+def test_dataset_evaluation_report_compare(server: LiveServer) -> None:
+    api = server.api
+    path = _dataset(server)
+    created = _post(
+        api, "/api/v1/datasets", {"name": "rows", "kind": "generic", "path": str(path)}, 201
+    )
+    assert created["splits"] == {"dev": 3}
+    assert created["source"] == "eval_rows"
+    examples = api.http.get("/api/v1/datasets/rows/examples").json()
+    assert examples[0]["tables"] == ["eval_rows.tthree"]
+    # the tables are a data source the flows (and the query API) can read
+    rows = _post(api, "/api/v1/query", {"sql": "SELECT COUNT(*) AS n FROM eval_rows.ttwo"}, 200)
+    assert rows["rows"] == [{"n": 2}]
+
+    _count_app(api, "counter", 0)
+    _count_app(api, "offbyone", 1)
+    report = _post(
+        api, "/api/v1/evaluations", {"app": "counter", "dataset": "rows", "wait": True}, 200
+    )
+    assert report["value"] == pytest.approx(2 / 3)
+    assert [f["id"] for f in report["failures"]] == ["c"]
+    first = report["evaluation"]["id"]
+    run_id = report["failures"][0]["run_id"]
+    assert api.get_run(run_id)["outputs"] == {"answer": 2}  # the example's recorded run
+
+    started = _post(api, "/api/v1/evaluations", {"app": "offbyone", "dataset": "rows"}, 202)
+    second = started["id"]
+    for _ in range(200):
+        state = api.http.get(f"/api/v1/evaluations/{second}").json()
+        if state["status"] == "completed":
+            break
+        time.sleep(0.05)
+    assert state["status"] == "completed"
+    assert state["done"] == 3
+    results = api.http.get(f"/api/v1/evaluations/{second}/results").json()
+    assert {r["id"]: r["correct"] for r in results} == {"a": False, "b": False, "c": False}
+
+    comparison = api.http.get(f"/api/v1/evaluations/compare?a={first}&b={second}").json()
+    assert comparison["difference"] == pytest.approx(-2 / 3)
+    assert sorted(comparison["lost"]) == ["a", "b"]
+    assert comparison["test"]["name"] == "mcnemar_exact"
+    listed = api.http.get("/api/v1/evaluations?app=counter").json()
+    assert [e["id"] for e in listed] == [first]
+
+
+def test_refusals(server: LiveServer, tmp_path: Path) -> None:
+    api = server.api
+    outside = tmp_path / "x.jsonl"
+    outside.write_text('{"question": "q", "answer": "1"}\n')
+    refused = _post(
+        api, "/api/v1/datasets", {"name": "x", "kind": "generic", "path": str(outside)}, 400
+    )
+    assert refused["error"]["code"] == "source_path_forbidden"
+    missing = api.http.get("/api/v1/datasets/nothing")
+    assert missing.status_code == 404
+    assert missing.json()["error"]["code"] == "dataset_not_found"
+    bad = _post(api, "/api/v1/score", {"metric": "spider", "items": []}, 422)
+    assert bad["error"]["code"] == "invalid_input"
+
+
+def test_upload_and_score(server: LiveServer) -> None:
+    api = server.api
+    records = [{"id": "1", "question": "2+2?", "answer": "4"}, {"id": "2", "question": "?"}]
+    body = "".join(json.dumps(r) + "\n" for r in records)
+    response = api.http.post(
+        "/api/v1/datasets/arith/upload?kind=generic&format=jsonl", content=body.encode()
+    )
+    assert response.status_code == 201, response.text
+    assert response.json()["metric"] == "numeric"
+    scored = _post(
+        api,
+        "/api/v1/score",
+        {
+            "metric": "wikitq",
+            "per_example": True,
+            "items": [
+                {"id": "a", "gold": {"targetValue": "4"}, "prediction": "4.0"},
+                {"id": "b", "gold": {"targetValue": "Paris|Rome"}, "prediction": ["rome"]},
+            ],
+        },
+        200,
+    )
+    assert scored["value"] == 0.5
+    assert [e["correct"] for e in scored["examples"]] == [True, False]
