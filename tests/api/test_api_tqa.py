@@ -7,6 +7,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterator
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -567,3 +568,25 @@ def test_a_successful_retry_is_learned_and_given_to_a_similar_later_question(api
     assert fixed["rows"] == [{"DepName": "R&D"}]
     bad = api.http.put(hint_url, json={"status": "maybe"})
     assert bad.status_code == 422
+
+
+def test_a_dataset_and_its_lessons_survive_a_server_restart(tmp_path: Path) -> None:
+    data = tmp_path / "restarted"
+    ann = "What is the year-end bonus for Ann?"  # no scripted rule answers it
+    with tqa_server("sqlite", data) as first:
+        namespace(first.api, "rs-plans", "question", [{"question": ann, "plan": "PLAN-EXAMPLE"}])
+        created = first.api.http.post(
+            "/api/v1/tqa/datasets",
+            json={"name": "rs", "sop": "SOP v1: ask.", "namespaces": {"planner": "rs-plans"}},
+        )
+        assert created.status_code == 201, created.text
+        taught = ask(first.api, "Which department does tom work in?", dataset="rs")
+        assert len(taught["profile"]["learned"]) == 1
+    with tqa_server("sqlite", data) as second:  # the same database and example store
+        asked = ask(second.api, TOM, dataset="rs")
+        assert asked["turns"][1]["text"].startswith("[scripted] Following SOP v1")
+        planner = second.api.get_run(asked["turns"][1]["run_id"])
+        assert "Plan: PLAN-EXAMPLE" in planner["inputs"]["examples"]
+        lucy = ask(second.api, "Which department does lucy work in?", dataset="rs")
+        assert [h["id"] for h in lucy["profile"]["learned_hints"]] == taught["profile"]["learned"]
+        assert len([t for t in lucy["turns"] if t["tool_call"]]) == 1
