@@ -24,7 +24,14 @@ from sqlmodel import Session, col, select
 
 from dagwright.errors import ConflictError, FlowFormatError, InputError, NotFoundError
 from dagwright.registry import Registry
-from dagwright.runtime import CompiledFlow, FlowInvalidError, analyse, compile_flow, parse_flow
+from dagwright.runtime import (
+    CompiledFlow,
+    Flow,
+    FlowInvalidError,
+    analyse,
+    compile_flow,
+    parse_flow,
+)
 from dagwright.store.db import session
 from dagwright.store.models import ApiKey, App, Run, RunNode, Version, utcnow
 
@@ -37,7 +44,13 @@ MAX_AUTHOR = 200
 # Concurrent saves of one app race for the next number; the losers retry with a new one.
 NUMBER_ATTEMPTS = 20
 COMPILED_CACHE_SIZE = 256
-NODE_FIELDS = ("block", "config", "label", "timeout")  # what makes a node "changed" in a diff
+NODE_FIELDS = (
+    "block",
+    "config",
+    "label",
+    "timeout",
+    "on_error",
+)  # what makes a node "changed" in a diff
 
 
 @dataclass(frozen=True, slots=True)
@@ -230,11 +243,12 @@ class AppService:
 
     # -- versions --------------------------------------------------------------------------
 
-    def prepare(self, flow: dict[str, Any]) -> SavedFlow:
+    def prepare(self, flow: dict[str, Any], app: str | None = None) -> SavedFlow:
         """Parse and validate a flow document (FlowFormatError, FlowInvalidError listing every
-        problem) and split it into the stored graph and layout."""
+        problem) and split it into the stored graph and layout. `app` is the slug it is
+        saved to: references that lead back to that app are named as recursion."""
         parsed = parse_flow(flow)
-        analysis = analyse(parsed, self._registry)
+        analysis = analyse(parsed, self._registry, self, app)
         if not analysis.ok:
             raise FlowInvalidError(analysis.problems)
         graph = parsed.model_dump(mode="json", exclude_none=True)
@@ -257,7 +271,7 @@ class AppService:
         nothing."""
         _check_text("note", note)
         _check_text("author", author, MAX_AUTHOR)
-        saved = self.prepare(flow)
+        saved = self.prepare(flow, self.get_app(ref).slug)
         for attempt in range(NUMBER_ATTEMPTS):
             with session(self._engine) as db:
                 app = _find_app(db, ref)
@@ -331,7 +345,7 @@ class AppService:
                 return found
         # Compiled outside the lock: two threads may both compile a new version; the result
         # is the same and one of them is kept.
-        plan = compile_flow(parse_flow(version.graph), self._registry)
+        plan = compile_flow(parse_flow(version.graph), self._registry, self)
         with self._compiled_lock:
             self._compiled[version.id] = plan
             while len(self._compiled) > COMPILED_CACHE_SIZE:
@@ -373,8 +387,19 @@ class AppService:
             "meta": meta,
         }
 
+    def app_flow(self, app: str, version: str) -> Flow:
+        """An app version's flow, for checking the sub-flow nodes that refer to it."""
+        return parse_flow(self.get_version(app, version).graph)
+
     def publish(self, app_ref: str, version_id: str) -> App:
-        """Make a version the one the app's endpoint runs."""
+        """Make a version the one the app's endpoint runs. Refused (FlowInvalidError) when
+        its app references would then lead back to this app."""
+        with session(self._engine) as db:
+            app = _find_app(db, app_ref)
+            version = _version_of(db, app, version_id)
+        analysis = analyse(parse_flow(version.graph), self._registry, self, app.slug)
+        if not analysis.ok:
+            raise FlowInvalidError(analysis.problems)
         with session(self._engine) as db:
             app = _find_app(db, app_ref)
             _version_of(db, app, version_id)

@@ -9,6 +9,7 @@ from typing import Any
 
 from dagwright.errors import DagwrightError
 from dagwright.invocation import AppInvoker
+from dagwright.runtime import AppFlows, CompiledFlow
 from dagwright.services.apps import AppService
 from dagwright.services.runs import RunService
 
@@ -21,12 +22,19 @@ class InvokeDepthError(DagwrightError):
     code = "invoke_depth"
 
 
-class InProcessInvoker(AppInvoker):
+class InProcessInvoker(AppInvoker, AppFlows):
     def __init__(self, apps: AppService, runs: RunService, max_depth: int = 8) -> None:
         self._apps = apps
         self._runs = runs
         self._max_depth = max_depth
         self._depth: dict[str, int] = {}  # run id -> how deep it is nested (this process)
+
+    async def compiled_app(self, app: str, version: str) -> CompiledFlow:
+        """An app version's compiled flow, for a sub-flow node that runs it inside the
+        calling run (compiled once per version; the lookup runs off the loop)."""
+        return await asyncio.to_thread(
+            lambda: self._apps.compiled(self._apps.get_version(app, version))
+        )
 
     async def invoke(
         self,
