@@ -98,14 +98,14 @@ class MapConfig(SubflowConfig):
             _check_input(interface, self.index, "index")
             taken.add(self.index)
         ports = _passed_on(interface, taken)
-        item_type = interface.inputs[self.item].type
-        ports["items"] = PortSpec("items", list[item_type], description="the list to map over")  # type: ignore[valid-type]
+        item_type: Any = interface.inputs[self.item].type
+        ports["items"] = PortSpec("items", list[item_type], description="the list to map over")
         if self.output is None:
             result_type: Any = dict[str, Any]
         else:
             _check_output(interface, self.output, "output")
             result_type = interface.outputs[self.output]
-        return ports, {"output": list[result_type]}  # type: ignore[valid-type]
+        return ports, {"output": list[result_type]}
 
 
 class MapResult(TypedDict):
