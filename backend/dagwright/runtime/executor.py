@@ -43,7 +43,7 @@ from dagwright.runtime.events import (
 )
 from dagwright.runtime.plan import CompiledFlow, PlanEdge, PlanNode
 from dagwright.runtime.scope import RunScope
-from dagwright.runtime.subflow import SubflowHost
+from dagwright.runtime.subflow import ServicesWithHost, SubflowHost
 
 
 class _Marker:
@@ -165,8 +165,11 @@ class Run:
             self._adopt(scope)
         self._services = options.services
         if plan.calls_subflows:
-            self._services = {**options.services, SubflowHost: SubflowHost(self)}
-        self._task = self._loop.create_task(self._main(), name=f"dagwright-run-{run_id}")
+            self._services = ServicesWithHost(options.services, SubflowHost(self))
+        # A child run has no task: `run_here` runs it in its caller's.
+        self._task: asyncio.Task[RunFinished] | None = None
+        if scope is None:
+            self._task = self._loop.create_task(self._main(), name=f"dagwright-run-{run_id}")
 
     def _adopt(self, scope: RunScope) -> None:
         """Make this run a child span of another (runtime/subflow.py): its events go to the
@@ -177,6 +180,11 @@ class Run:
         self._forward = scope.emit
         self.depth = scope.depth
 
+    async def run_here(self) -> RunFinished:
+        """Run a child run in the calling task: an iteration costs no task of its own, and
+        cancelling the caller cancels the child's nodes."""
+        return await self._main()
+
     # -- public -------------------------------------------------------------------------
 
     @property
@@ -185,6 +193,7 @@ class Run:
         return self._status
 
     async def result(self) -> RunResult:
+        assert self._task is not None, "a child run is awaited with run_here()"
         finished = await self._task
         return RunResult(
             self.run_id,
@@ -259,7 +268,13 @@ class Run:
             for node in self.plan.nodes:
                 if not node.port_names:
                     self._enqueue(node)
-            self._spawn(reserve=0)
+            if self._forward is None:
+                self._spawn(reserve=0)
+            else:
+                # A child run (a sub-flow's iteration) works in its caller's task: a sub-flow
+                # of quick nodes runs through without one trip through the event loop.
+                self._spawn(reserve=1)
+                await self._worker()
             if self._settled == len(self.plan.nodes):
                 self._stop(None)
             if self._options.run_timeout is None:

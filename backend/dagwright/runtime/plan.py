@@ -5,6 +5,7 @@ their run-time checks decided once, so a run does no lookups by name.
 from __future__ import annotations
 
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -74,6 +75,13 @@ class CompiledFlow:
     @property
     def calls_subflows(self) -> bool:
         return any(node.orchestrates for node in self.nodes)
+
+    def every_node(self) -> Iterator[PlanNode]:
+        """The nodes of this flow and of every sub-flow of its document (not of the apps it
+        calls): what a run may execute, to see which services it needs."""
+        yield from self.nodes
+        for sub in self.subflows.values():
+            yield from sub.nodes
 
     @property
     def name(self) -> str:

@@ -13,9 +13,9 @@ from __future__ import annotations
 import dataclasses
 import re
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
@@ -26,7 +26,8 @@ from dagwright.runtime.events import IterationFinished, IterationStarted, NodeEv
 from dagwright.runtime.scope import RunScope
 
 if TYPE_CHECKING:
-    from dagwright.runtime.executor import Run, RunResult
+    from dagwright.runtime.events import RunFinished
+    from dagwright.runtime.executor import Run
     from dagwright.runtime.flow import Flow
     from dagwright.runtime.plan import CompiledFlow
 
@@ -136,9 +137,6 @@ class AppFlows:
         raise NotImplementedError
 
 
-IterationStatus = Literal["succeeded", "failed", "cancelled"]
-
-
 class SubflowHost:
     """The run's side of sub-flow nodes: given to blocks as `ctx.service(SubflowHost)`."""
 
@@ -162,7 +160,7 @@ class SubflowHost:
 
     async def run(
         self, node_id: str, index: int | None, plan: CompiledFlow, inputs: Mapping[str, Any]
-    ) -> RunResult:
+    ) -> RunFinished:
         """Run the sub-flow once as a child span of `node_id` (iteration `index` of a map or
         repeat, None for a single call), announced by iteration events. A child that fails
         is returned, not raised: the caller's policy decides. Cancelling the caller cancels
@@ -189,7 +187,7 @@ class SubflowHost:
         scope = RunScope(run.run_id, run._t0, run._usage, _forwarder(emit, prefix), depth)
         child = Run(plan, values, run.run_id, self._child_options, run._slots, scope=scope)
         try:
-            result = await child.result()
+            result = await child.run_here()
         except BaseException:
             took = time.perf_counter() - started
             emit(IterationFinished(run.run_id, run._now(), node_id, index, "cancelled", took, None))
@@ -204,11 +202,32 @@ class SubflowHost:
         return result
 
 
+class ServicesWithHost(Mapping[type, object]):
+    """A run's services plus its SubflowHost. A view, not a copy: the services given may be
+    built lazily on lookup (the command line's are), which a copy would lose."""
+
+    __slots__ = ("_base", "_host")
+
+    def __init__(self, base: Mapping[type, object], host: SubflowHost) -> None:
+        self._base = base
+        self._host = host
+
+    def __getitem__(self, kind: type) -> object:
+        return self._host if kind is SubflowHost else self._base[kind]
+
+    def __iter__(self) -> Iterator[type]:
+        yield SubflowHost
+        yield from self._base
+
+    def __len__(self) -> int:
+        return len(self._base) + 1
+
+
 def _where(node_id: str, index: int | None) -> str:
     return f"{node_id}" if index is None else f"{node_id}[{index}]"
 
 
-def failure(node_id: str, index: int | None, result: RunResult) -> SubflowError:
+def failure(node_id: str, index: int | None, result: RunFinished) -> SubflowError:
     """The error for an iteration that did not succeed, naming the iteration and inner node."""
     error = result.error
     message = "no error recorded" if error is None else error.message
