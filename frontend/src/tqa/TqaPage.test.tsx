@@ -41,6 +41,7 @@ describe("TqaPage", () => {
     const calls = mockServer({
       "GET /api/v1/tqa/conversations": () => jsonResponse({ items: [summaryOf(fixtures.lucy)], total: 1, offset: 0, limit: 20 }),
       "POST /api/v1/tqa/ask": () => sseResponse(byteStream(rawEvents(fixtures.tomDepartmentSse), "close", 2)),
+      "GET /api/v1/tqa/datasets": () => jsonResponse([]),
     });
     render(<TqaPage conversationId={null} />);
     expect(await screen.findByTestId(`tqa-conv-${fixtures.lucy.id}`)).toBeTruthy();
@@ -50,8 +51,9 @@ describe("TqaPage", () => {
     fireEvent.change(screen.getByTestId("tqa-max-rounds"), { target: { value: "8" } });
     fireEvent.change(screen.getByTestId("tqa-scheduler"), { target: { value: "rolling" } });
     fireEvent.click(screen.getByTestId("tqa-ask"));
-    expect(await screen.findByTestId("tqa-turn-3")).toBeTruthy();
-    await waitFor(() => expect(screen.getByTestId("tqa-status").getAttribute("data-status")).toBe("completed"));
+    // (generous timeouts: the stream arrives in chunks, slower on a loaded machine)
+    expect(await screen.findByTestId("tqa-turn-3", {}, { timeout: 5000 })).toBeTruthy();
+    await waitFor(() => expect(screen.getByTestId("tqa-status").getAttribute("data-status")).toBe("completed"), { timeout: 5000 });
     expect(screen.getByTestId("tqa-answer-value").textContent).toBe("FINANCE");
     expect(screen.getByTestId("tqa-source").textContent).toBe("live");
     const ask = calls.find((c) => c.key === "POST /api/v1/tqa/ask")!;

@@ -423,6 +423,7 @@ export function ConversationList({ version, current, onOpen }: { version: number
                     {c.status === "completed" && c.answer ? "answered" : c.status.replace("_", " ")}
                   </span>
                   {c.usage?.scripted && <ScriptedLabel />}
+                  {c.dataset && <span className="tag">{c.dataset}</span>}
                   <span className="muted">
                     {c.scheduler} · {c.rounds} rounds · {(c.usage?.total_tokens ?? 0).toLocaleString()} tokens · {formatTime(c.created_at)}
                   </span>
