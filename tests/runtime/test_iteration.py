@@ -333,7 +333,13 @@ async def test_rerun_reuses_a_map_nodes_output() -> None:
     first = await Executor().run(plan, {"xs": [1]})
     assert first.outputs == {"ys": [2]}
     # Re-run from `out`: the map's earlier output (changed here, to see it used) is reused.
-    reused = {"xs": ReusedOutput([1]), "m": ReusedOutput({"output": [9], "failed": []})}
+    # The earlier run's record also holds the map's inner nodes, by path: they come back
+    # whole in the map's output and are not nodes of this flow.
+    reused = {
+        "xs": ReusedOutput([1]),
+        "m": ReusedOutput({"output": [9], "failed": []}),
+        "m[0]/add": ReusedOutput(2),
+    }
     run = Executor().start(plan, {"xs": [1]}, reuse=reused)
     result = await run.result()
     assert result.outputs == {"ys": [9]}

@@ -16,6 +16,7 @@ from dagwright.runtime import (
     Executor,
     NodeFinished,
     NodeMessage,
+    ReusedOutput,
     build_trace,
     compile_flow,
     parse_flow,
@@ -137,6 +138,13 @@ async def test_error_branch_routes_the_failure_and_skips_the_normal_path() -> No
     good = await Executor().run(plan)  # the second succeeds: the error branch is skipped
     assert good.outputs == {"answer": "ok after 2"}
     assert build_trace(good.events)["err"].status == "skipped"
+
+    # Re-run from `err` reusing the failed run's `call`: its failure is routed again.
+    record = failing.outputs["error"]
+    rerun = Executor().start(plan, reuse={"call": ReusedOutput(record, "error")})
+    again = await rerun.result()
+    assert again.outputs == {"error": record}
+    assert build_trace(again.events)["call"].status == "reused"
 
 
 def test_validation_of_policies() -> None:

@@ -360,6 +360,16 @@ class Run:
         reused = self._reuse.get(index)
         if reused is not None:
             value = reused.output
+            policy = node.on_error
+            if (
+                reused.branch == "error"
+                and policy is not None
+                and policy.fallback == "error_branch"
+            ):
+                # It failed in the earlier run and its policy routed the failure: again.
+                error = str(value.get("message")) if isinstance(value, dict) else "failed"
+                self._route_error(node, value, time.perf_counter(), error, reused=True)
+                return
             if node.spec.is_condition and reused.branch is not None:
                 value = Route(reused.branch, value)
             self._complete(node, value, time.perf_counter(), reused=True)
@@ -472,7 +482,6 @@ class Run:
         edges, or the error record down its `error` port (and SKIPPED down the others)."""
         assert node.on_error is not None
         deliveries: list[tuple[PlanEdge, Any]] = []
-        branch: str | None = None
         if node.on_error.fallback == "default":
             result = node.on_error.default
             for edge in node.out_edges:
@@ -481,10 +490,9 @@ class Run:
             if node.interface_name is not None and node.spec.role == "flow_output":
                 self._outputs[node.interface_name] = result
         else:
-            branch = "error"
-            result = error_record(node.id, node.spec.name, exc)
-            deliveries.extend((edge, SKIPPED) for edge in node.out_edges)
-            deliveries.extend((edge, result) for edge in node.error_edges)
+            record = error_record(node.id, node.spec.name, exc)
+            self._route_error(node, record, started, describe(exc))
+            return
         now = time.perf_counter()
         self._emit(
             NodeFinished(
@@ -493,8 +501,23 @@ class Run:
                 node.id,
                 result,
                 now - started,
-                branch,
                 error=describe(exc),
+            )
+        )
+        self._settle_one()
+        self._deliver(deliveries)
+        self._spawn(reserve=1)
+
+    def _route_error(
+        self, node: PlanNode, record: Any, started: float, error: str, reused: bool = False
+    ) -> None:
+        """Send a failure down the node's `error` port, and SKIPPED down its other edges."""
+        deliveries: list[tuple[PlanEdge, Any]] = [(edge, SKIPPED) for edge in node.out_edges]
+        deliveries.extend((edge, record) for edge in node.error_edges)
+        now = time.perf_counter()
+        self._emit(
+            NodeFinished(
+                self.run_id, now - self._t0, node.id, record, now - started, "error", reused, error
             )
         )
         self._settle_one()
@@ -634,7 +657,11 @@ class Executor:
         before anything runs. Nodes named in `reuse` (by id) do not run: their given output
         is passed on as if they had just produced it."""
         values = resolve_inputs(plan, inputs or {})
-        by_index = {plan.node(node).index: out for node, out in (reuse or {}).items()}
+        # Nodes inside sub-flows (paths such as `m[2]/x`) come back whole in their sub-flow
+        # node's output: only the flow's own nodes are reused.
+        by_index = {
+            plan.node(node).index: out for node, out in (reuse or {}).items() if "/" not in node
+        }
         return Run(plan, values, run_id or uuid.uuid4().hex, self.options, self._slots, by_index)
 
     async def run(

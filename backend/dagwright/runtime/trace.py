@@ -81,7 +81,8 @@ def build_trace(
         elif isinstance(event, NodeFinished):
             trace = of(event.node)
             trace.status = "reused" if event.reused else "succeeded"
-            if event.error is not None:  # a failure its error policy turned into an output
+            if event.error is not None and not event.reused:
+                # a failure its error policy turned into an output
                 trace.status, trace.error = "recovered", event.error
             trace.output, trace.branch = event.output, event.branch
             trace.finished, trace.duration = event.t, event.duration
