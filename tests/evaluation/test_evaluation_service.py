@@ -12,6 +12,7 @@ from sqlalchemy import delete, update
 from sqlmodel import col
 
 from dagwright.errors import NotFoundError
+from dagwright.evaluation.datasets import unique_header
 from dagwright.services.evaluations import EvaluationService
 from dagwright.store.evaluation_models import EvalResult, Evaluation
 
@@ -192,3 +193,44 @@ async def test_spider_pack_execution_accuracy_and_comparison(
 def test_unknown_dataset(evaluations: EvaluationService) -> None:
     with pytest.raises(NotFoundError):
         evaluations.datasets.get("nothing")
+
+
+def test_unique_header() -> None:
+    assert unique_header(["No.", "Points", "Points", "", "x", "X", "Points"]) == [
+        "No.",
+        "Points",
+        "Points_2",
+        "column_4",
+        "x",
+        "X_2",
+        "Points_3",
+    ]
+
+
+PACKS = Path(__file__).resolve().parents[3] / "shared" / "datasets"
+
+
+@pytest.mark.skipif(not PACKS.is_dir(), reason=f"no shared packs at {PACKS}")
+def test_every_table_of_the_wikitq_and_tabfact_packs_is_readable(
+    evaluations: EvaluationService, tmp_path: Path
+) -> None:
+    """Repeated headers, empty headers and ragged rows (cells the page spanned) included:
+    every table file is read by Arrow's CSV dataset (what the files source reads), and a
+    sample of them through the query engine."""
+    import pyarrow.dataset as ds
+
+    engine = evaluations.datasets._sources.engine()
+    for name, kind, path in (
+        ("wqdev", "wikitq", PACKS / "wikitq" / "dev.tsv"),
+        ("tfdev", "tabfact", PACKS / "tabfact" / "dev.jsonl"),
+    ):
+        evaluations.datasets.import_file(name, kind, path)
+        tables = sorted({t for e in evaluations.datasets.examples(name, "dev") for t in e.tables})
+        assert len(tables) > 100
+        folder = tmp_path / "sources" / "eval" / name / "tables"
+        for table in tables:
+            assert (
+                ds.dataset(folder / f"{table.split('.')[1]}.csv", format="csv").to_table().num_rows
+            )
+        for table in tables[:: len(tables) // 5]:
+            assert engine.query(f"SELECT COUNT(*) AS n FROM {table}").records()[0]["n"] > 0

@@ -188,6 +188,9 @@ def _with(work: Callable[[EvaluationService], Awaitable[T]]) -> T:
         return asyncio.run(main())
     except DagwrightError as exc:
         raise _fail(exc) from None
+    except KeyboardInterrupt:
+        typer.echo("\ninterrupted: what finished is kept; the same command resumes", err=True)
+        raise typer.Exit(130) from None
 
 
 def _echo_json(value: Any) -> None:
@@ -336,7 +339,7 @@ def _print_report(report: dict[str, Any], as_json: bool) -> None:
         f"{ci['confidence']:.0%} CI {ci['low']:.4f}-{ci['high']:.4f})"
     )
     for name, value in report["aggregate"].items():
-        if name != report["primary"]:
+        if name not in (report["primary"], "correct", "examples"):
             typer.echo(f"  {name}: {value:.4f}")
     for key, groups in report["breakdowns"].items():
         typer.echo(f"by {key}:")

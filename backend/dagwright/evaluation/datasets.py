@@ -18,7 +18,6 @@ from __future__ import annotations
 import csv
 import json
 import re
-import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -87,11 +86,39 @@ def _records(path: Path) -> Iterator[dict[str, Any]]:
                 raise DatasetFormatError(f"{path}, line {number}: not JSON: {exc.msg}") from None
 
 
+def unique_header(header: list[str]) -> list[str]:
+    """Column names a table can have: an empty one becomes `column_<n>`, a repeated one
+    `<name>_2`, `<name>_3`... (WikiTQ's tables repeat headers such as "Points", "Points")."""
+    seen: dict[str, int] = {}
+    names = []
+    for number, raw in enumerate(header, 1):
+        name = " ".join(raw.split()) or f"column_{number}"
+        base = name
+        while name.lower() in seen:
+            seen[base.lower()] += 1
+            name = f"{base}_{seen[base.lower()]}"
+        seen.setdefault(name.lower(), 1)
+        names.append(name)
+    return names
+
+
 def _write_csv(target: Path, rows: list[list[str]]) -> None:
-    if target.exists():
+    """The table as CSV, rectangular (WikiTQ's have ragged rows where the page spanned
+    cells: short rows are padded with empty cells, long ones add columns) and its header made
+    unique (the first row is the header)."""
+    if target.exists() or not rows:
         return
+    width = max(len(row) for row in rows)
+    header = rows[0] + [""] * (width - len(rows[0]))
     with target.open("w", encoding="utf-8", newline="") as handle:
-        csv.writer(handle).writerows(rows)
+        writer = csv.writer(handle)
+        writer.writerow(unique_header(header))
+        writer.writerows(row + [""] * (width - len(row)) for row in rows[1:])
+
+
+def _copy_csv(source: Path, target: Path) -> None:
+    with source.open(encoding="utf-8", newline="") as handle:
+        _write_csv(target, list(csv.reader(handle)))
 
 
 def _answer_type(items: list[str]) -> str:
@@ -116,7 +143,7 @@ def read_wikitq(path: Path, tables: Path) -> Iterator[ParsedExample]:
         if not (tables / f"{name}.csv").exists():
             if not source.is_file():
                 raise DatasetFormatError(f"{path}: example {row['id']}: no table {source}")
-            shutil.copyfile(source, tables / f"{name}.csv")
+            _copy_csv(source, tables / f"{name}.csv")
         gold: dict[str, Any] = {k: row[k] for k in ("targetValue", "targetCanon") if k in row}
         kind = row.get("targetCanonType") or _answer_type(tsv_unescape_list(row["targetValue"]))
         yield ParsedExample(row["id"], row["utterance"], gold, [name], {"answer_type": kind})
@@ -181,7 +208,7 @@ def read_generic(path: Path, tables: Path, mapping: dict[str, str]) -> Iterator[
             if not (tables / f"{name}.csv").exists():
                 if not source.is_file():
                     raise DatasetFormatError(f"{path}: record {index}: no table {source}")
-                shutil.copyfile(source, tables / f"{name}.csv")
+                _copy_csv(source, tables / f"{name}.csv")
             table_names.append(name)
         key = str(record.get(names["id"], index))
         yield ParsedExample(key, str(record[names["question"]]), gold, table_names, {})
