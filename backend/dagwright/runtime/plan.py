@@ -71,10 +71,11 @@ class CompiledFlow:
     warnings: list[Problem]
     # The document's sub-flows that its nodes run, compiled once; shared by nested sub-flows.
     subflows: dict[str, CompiledFlow] = field(default_factory=dict)
+    # Whether a node runs sub-flows: decided once, since every run (each iteration too) asks.
+    calls_subflows: bool = field(init=False)
 
-    @property
-    def calls_subflows(self) -> bool:
-        return any(node.orchestrates for node in self.nodes)
+    def __post_init__(self) -> None:
+        self.calls_subflows = any(node.orchestrates for node in self.nodes)
 
     def every_node(self) -> Iterator[PlanNode]:
         """The nodes of this flow and of every sub-flow of its document (not of the apps it
