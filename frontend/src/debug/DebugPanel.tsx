@@ -27,6 +27,7 @@ import {
   type FormValues,
 } from "./inputs";
 import { JsonViewer } from "./JsonViewer";
+import { IterationPanel } from "./IterationStrip";
 import {
   ChatView,
   ErrorBox,
@@ -622,6 +623,9 @@ export function DebugPanel({
                     void runFlow({}, { run_id: run.runId, from_node: selectedNodeId });
                 }}
               />
+            ) : null}
+            {selectedNode ? (
+              <IterationPanel key={selectedNode.id} run={shown} nodeId={selectedNode.id} />
             ) : run.phase === "idle" ? (
               <div className="dw-muted">
                 {error ? "Nothing ran." : "Fill in the inputs and press Run (or open a past run). Click a node to inspect it."}

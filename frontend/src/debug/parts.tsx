@@ -3,6 +3,7 @@
 import { Component, useEffect, useRef, type ReactNode } from "react";
 import type { NodeRunStatus } from "../api/types";
 import { formatCost, formatSeconds, formatTime, totalTokens, type PanelError } from "./format";
+import { topLevel } from "./iterations";
 import { ganttLayout, overlaps } from "./gantt";
 import type { ChatMessage, ChatSetup, FormValues, InputField } from "./inputs";
 import { JsonViewer } from "./JsonViewer";
@@ -309,7 +310,7 @@ export function NodeList({
   if (run.order.length === 0) return <div className="dw-muted">The flow has no nodes yet.</div>;
   return (
     <ul className="dw-nodes" role="listbox" aria-label="Nodes of the run">
-      {run.order.map((id) => {
+      {topLevel(run.order).map((id) => {
         const node = run.nodes[id];
         const tokens = totalTokens(node.usage);
         return (
@@ -492,7 +493,9 @@ export function Timeline({
   selected: string | null;
   onSelect: (id: string) => void;
 }) {
-  const layout = ganttLayout(run.now >= liveNow ? run : { ...run, now: liveNow });
+  // Nodes inside sub-flows are shown by their sub-flow node's iterations, not as bars.
+  const own = { ...run, order: topLevel(run.order), now: Math.max(run.now, liveNow) };
+  const layout = ganttLayout(own);
   return (
     <div className="dw-gantt" data-testid="debug-timeline">
       {layout.bars.length === 0 ? (

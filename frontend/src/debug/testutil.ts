@@ -8,6 +8,8 @@ import reuseSse from "./fixtures/reuse.sse?raw";
 import reuseRecord from "./fixtures/reuse.record.json?raw";
 import failSse from "./fixtures/fail.sse?raw";
 import cancelSse from "./fixtures/cancel.sse?raw";
+import mapSse from "./fixtures/map.sse?raw";
+import mapFlow from "./fixtures/map.flow.json?raw";
 import { SseParser, type SseMessage } from "./sse";
 import type { FlowDocument, RunRecord } from "./types";
 
@@ -19,6 +21,8 @@ export const fixtures = {
   reuseRecord: JSON.parse(reuseRecord) as RunRecord,
   failSse,
   cancelSse,
+  mapSse, // a map over a sub-flow, one item failing (skipped): backend/dagwright/runtime
+  mapFlow: JSON.parse(mapFlow) as FlowDocument,
 };
 
 export function messagesOf(text: string): SseMessage[] {
