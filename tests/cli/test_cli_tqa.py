@@ -113,12 +113,14 @@ def test_a_dataset_persists_across_processes_and_its_lessons_are_reviewed(
     examples.write_text(json.dumps({"question": ann, "plan": "PLAN-EXAMPLE"}) + "\n")
     sql = scripted_home / "sql.jsonl"
     sql.write_text(json.dumps({"question": ann, "sql": "SELECT 'SQL-EXAMPLE'"}) + "\n")
+    # (in this process: each command opens the data directory afresh, as another would)
     for name, file in (("fig-plans", examples), ("fig-sql", sql)):
-        loaded = dagwright(
-            "examples", "load", name, str(file), "--embedder", "hashing:64",
-            "--key", "question", "--text", "question",
+        loaded = runner.invoke(
+            app,
+            ["examples", "load", name, str(file), "--embedder", "hashing:64",
+             "--key", "question", "--text", "question"],
         )  # fmt: skip
-        assert loaded.returncode == 0, loaded.stderr
+        assert loaded.exit_code == 0, loaded.output
     created = dagwright(
         "tqa", "datasets", "create", "fig", "--sources", "hr,payroll",
         "--sop", "SOP v1: ask the tool.",
@@ -146,11 +148,11 @@ def test_a_dataset_persists_across_processes_and_its_lessons_are_reviewed(
         "--note", "joins",
     )  # fmt: skip
     assert "SOP version 2" in updated.stdout
-    assert dagwright("tqa", "publish").returncode == 0
+    assert runner.invoke(app, ["tqa", "publish"]).exit_code == 0
     second = ask_json(tom)
     assert second["turns"][1]["text"].startswith("[scripted] Following SOP v2")
     assert second["profile"]["sop_version"] == 2
-    sops = dagwright("tqa", "datasets", "sops", "fig").stdout
+    sops = runner.invoke(app, ["tqa", "datasets", "sops", "fig"]).output
     assert sops.index("v2") < sops.index("v1")
 
     # A retry that succeeds becomes a candidate hint, reviewed from the command line.
