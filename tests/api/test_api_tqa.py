@@ -516,6 +516,7 @@ def test_datasets_are_checked(api: Api) -> None:
     role = api.http.post(
         "/api/v1/tqa/datasets", json={"name": "ds-bad", "namespaces": {"boss": "x"}}
     )
+    assert role.status_code == 422
     assert role.json()["error"]["code"] == "invalid_tqa_dataset"
     assert api.http.post("/api/v1/tqa/datasets", json={"name": "ds-ok"}).status_code == 201
     again = api.http.post("/api/v1/tqa/datasets", json={"name": "ds-ok"})

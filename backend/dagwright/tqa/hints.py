@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Engine, select
 from sqlmodel import Session
 
-from dagwright.errors import DagwrightError, NotFoundError
+from dagwright.errors import DagwrightError, InputError, NotFoundError
 from dagwright.store.models import TqaHint, utcnow
 
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ GENERAL_HINTS = (
 )
 
 
-class HintError(DagwrightError):
+class HintError(InputError):
     code = "invalid_hint"
 
 

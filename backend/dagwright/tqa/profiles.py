@@ -17,7 +17,7 @@ from typing import Any
 from sqlalchemy import Engine, func, select
 from sqlmodel import Session
 
-from dagwright.errors import ConflictError, DagwrightError, NotFoundError
+from dagwright.errors import ConflictError, InputError, NotFoundError
 from dagwright.store.models import TqaDataset, TqaDatasetSop, TqaHint, utcnow
 
 # Who reads examples, and what one example of theirs holds (its payload fields).
@@ -32,7 +32,7 @@ _NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 _NAMESPACE = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}")
 
 
-class ProfileError(DagwrightError):
+class ProfileError(InputError):
     code = "invalid_tqa_dataset"
 
 

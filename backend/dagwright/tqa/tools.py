@@ -11,7 +11,7 @@ from typing import Any
 from sqlalchemy import Engine, select
 from sqlmodel import Session
 
-from dagwright.errors import DagwrightError, NotFoundError
+from dagwright.errors import InputError, NotFoundError
 from dagwright.store.models import TqaTool, utcnow
 
 # Registered when the AutoTQA apps are published.
@@ -32,7 +32,7 @@ BUILTIN_TOOLS = {
 }
 
 
-class ToolError(DagwrightError):
+class ToolError(InputError):
     code = "invalid_tool"
 
 
