@@ -153,3 +153,60 @@ def test_upload_and_score(server: LiveServer) -> None:
     )
     assert scored["value"] == 0.5
     assert [e["correct"] for e in scored["examples"]] == [True, False]
+
+
+def test_publish_gate(server: LiveServer) -> None:
+    api = server.api
+    path = _dataset(server)
+    _post(
+        api, "/api/v1/datasets", {"name": "gated_rows", "kind": "generic", "path": str(path)}, 201
+    )
+    _count_app(api, "gated", 0)  # version 1, published before the gate
+    gate = {"dataset": "gated_rows", "tolerance": 0.1}
+    assert api.http.put("/api/v1/apps/gated/eval-gate", json=gate).status_code == 200
+    assert api.http.get("/api/v1/apps/gated/eval-gate").json()["metric"] == "numeric"
+
+    def save(offset: int) -> str:
+        flow = api.http.get("/api/v1/apps/gated/versions/1").json()["flow"]
+        for node in flow["nodes"]:
+            if node["id"] == "sql":
+                node["config"]["template"] = f"SELECT COUNT(*) + {offset} AS n FROM {{{{ table }}}}"
+        version_id: str = api.save("gated", flow)["id"]
+        return version_id
+
+    worse = save(1)  # version 2: every answer off by one
+    refused = api.http.post("/api/v1/apps/gated/publish", json={"version_id": worse})
+    assert refused.status_code == 409
+    assert refused.json()["error"]["code"] == "eval_gate_refused"
+    assert refused.json()["error"]["candidate"] is None  # not evaluated
+
+    for version in ("1", "2"):
+        body = {"app": "gated", "version": version, "dataset": "gated_rows", "wait": True}
+        _post(api, "/api/v1/evaluations", body, 200)
+    refused = api.http.post("/api/v1/apps/gated/publish", json={"version_id": worse})
+    assert refused.status_code == 409
+    error = refused.json()["error"]
+    assert error["candidate"] == 0.0
+    assert error["published"] == pytest.approx(2 / 3)
+    assert error["threshold"] == pytest.approx(2 / 3 - 0.1)
+    check = api.http.get("/api/v1/apps/gated/eval-gate/check?version=2").json()
+    assert check["allowed"] is False
+
+    waiver = {"version": "2", "reason": "the counting change is wanted despite the score"}
+    _post(api, "/api/v1/apps/gated/eval-gate/waivers", waiver, 201)
+    assert (
+        api.http.post("/api/v1/apps/gated/publish", json={"version_id": worse}).status_code == 200
+    )
+
+    better = save(0)  # version 3: evaluated, at least the published 0.0 - 0.1
+    refused = api.http.post("/api/v1/apps/gated/publish", json={"version_id": better})
+    assert refused.status_code == 409
+    _post(
+        api,
+        "/api/v1/evaluations",
+        {"app": "gated", "version": "3", "dataset": "gated_rows", "wait": True},
+        200,
+    )
+    assert (
+        api.http.post("/api/v1/apps/gated/publish", json={"version_id": better}).status_code == 200
+    )

@@ -85,3 +85,30 @@ class EvalResult(SQLModel, table=True):
     score: float | None = None
     correct: bool | None = None
     detail: dict[str, Any] | None = _json()
+
+
+class EvalGate(SQLModel, table=True):
+    """An app's publish gate: a version must be evaluated on this dataset split with this
+    metric, and score at least the published version's score minus `tolerance`."""
+
+    __tablename__ = "eval_gates"
+
+    app_id: str = Field(foreign_key="apps.id", primary_key=True, max_length=32)
+    dataset_id: str = Field(foreign_key="eval_datasets.id", max_length=32)
+    split: str = Field(max_length=32)
+    metric: str = Field(max_length=16)
+    tolerance: float = 0.0
+    updated_at: datetime = Field(default_factory=utcnow)
+
+
+class EvalWaiver(SQLModel, table=True):
+    """A recorded exception: this version may be published whatever the gate says."""
+
+    __tablename__ = "eval_waivers"
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=32)
+    app_id: str = Field(foreign_key="apps.id", index=True, max_length=32)
+    version_id: str = Field(foreign_key="versions.id", max_length=32)
+    reason: str = Field(sa_column=Column(Text, nullable=False))
+    author: str = Field(default="", max_length=200)
+    created_at: datetime = Field(default_factory=utcnow)

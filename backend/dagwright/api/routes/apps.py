@@ -91,6 +91,9 @@ def diff_versions(app: str, a: str, b: str, s: Deps) -> dict[str, Any]:
 
 @router.post("/apps/{app}/publish", response_model=AppOut)
 def publish(app: str, body: PublishIn, s: Deps) -> Any:
+    from dagwright.services.evaluation_gates import GateService
+
+    GateService(s.engine, s.apps).enforce(app, body.version_id)  # the app's evaluation gate
     published = s.apps.publish(app, body.version_id)
     s.endpoints.forget()  # this replica answers with the new version at once
     return published

@@ -1,6 +1,7 @@
 """Evaluation: datasets (import from a file on the server or an upload, examples, few-shot
 pools), evaluations of an app version over a dataset (run in the background, progress,
-report, results, comparison) and scoring predictions without running anything."""
+report, results, comparison), scoring predictions without running anything, and an app's
+publish gate (its waivers, and what publishing a version would meet)."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ from dagwright.evaluation.metrics import METRICS
 
 if TYPE_CHECKING:
     from dagwright.evaluation.batch import Progress
+    from dagwright.services.evaluation_gates import GateService
     from dagwright.services.evaluations import EvaluationService
 
 router = APIRouter(prefix="/api/v1", tags=["evaluations"], dependencies=[Admin])
@@ -340,3 +342,73 @@ async def score(body: ScoreIn) -> dict[str, Any]:
     except (KeyError, ValueError) as exc:
         raise InputError(f"an item does not fit the {body.metric} metric: {exc}") from None
     return report.to_dict(per_example=body.per_example)
+
+
+# -- the publish gate -----------------------------------------------------------------------------
+
+
+class GateIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    dataset: str
+    split: str = "dev"
+    metric: str | None = Field(None, description="Default: the dataset's metric.")
+    tolerance: float = Field(0.0, ge=0, description="How far below the published score.")
+
+
+class WaiverIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    version: str = Field(description="The version (id or number) that may be published.")
+    reason: str = Field(min_length=1, max_length=5000)
+    author: str = Field("", max_length=200)
+
+
+def _gates(s: Services) -> GateService:
+    from dagwright.services.evaluation_gates import GateService
+
+    return GateService(s.engine, s.apps)
+
+
+@router.put("/apps/{app}/eval-gate")
+async def set_gate(app: str, body: GateIn, s: Deps) -> dict[str, Any]:
+    """Publishing a version then needs an evaluation on the whole split scoring at least the
+    published version's score minus the tolerance (or a waiver)."""
+    return await asyncio.to_thread(
+        _gates(s).set,
+        app,
+        body.dataset,
+        metric=body.metric,
+        split=body.split,
+        tolerance=body.tolerance,
+    )
+
+
+@router.get("/apps/{app}/eval-gate")
+async def get_gate(app: str, s: Deps) -> dict[str, Any]:
+    gate = await asyncio.to_thread(_gates(s).get, app)
+    if gate is None:
+        raise NotFoundError(f"app {app!r} has no evaluation gate", "gate_not_found")
+    return gate
+
+
+@router.delete("/apps/{app}/eval-gate", status_code=204)
+async def remove_gate(app: str, s: Deps) -> Response:
+    await asyncio.to_thread(_gates(s).remove, app)
+    return Response(status_code=204)
+
+
+@router.post("/apps/{app}/eval-gate/waivers", status_code=201)
+async def waive_gate(app: str, body: WaiverIn, s: Deps) -> dict[str, Any]:
+    """Record why this version may be published whatever its evaluation says."""
+    return await asyncio.to_thread(_gates(s).waive, app, body.version, body.reason, body.author)
+
+
+@router.get("/apps/{app}/eval-gate/check")
+async def check_gate(app: str, version: str, s: Deps) -> dict[str, Any]:
+    """What publishing `version` would meet: allowed or not, with the numbers."""
+    target = await asyncio.to_thread(s.apps.get_version, app, version)
+    decision, gate = await asyncio.to_thread(_gates(s).check, app, target.id)
+    if decision is None:
+        return {"gate": None, "allowed": True, "reason": "the app has no evaluation gate"}
+    return {"gate": gate, **decision.to_dict()}

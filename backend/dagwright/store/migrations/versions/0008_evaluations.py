@@ -1,4 +1,5 @@
-"""evaluations: datasets and examples, evaluations and their per-example results.
+"""evaluations: datasets and examples, evaluations and their per-example results, publish
+gates and their waivers.
 
 Revision ID: 0008
 Revises: 0007
@@ -80,9 +81,37 @@ def upgrade() -> None:
         sa.ForeignKeyConstraint(["evaluation_id"], ["evaluations.id"]),
         sa.PrimaryKeyConstraint("evaluation_id", "example_id"),
     )
+    op.create_table(
+        "eval_gates",
+        sa.Column("app_id", sa.String(32), nullable=False),
+        sa.Column("dataset_id", sa.String(32), nullable=False),
+        sa.Column("split", sa.String(32), nullable=False),
+        sa.Column("metric", sa.String(16), nullable=False),
+        sa.Column("tolerance", sa.Float(), nullable=False),
+        sa.Column("updated_at", sa.DateTime(timezone=True), nullable=False),
+        sa.ForeignKeyConstraint(["app_id"], ["apps.id"]),
+        sa.ForeignKeyConstraint(["dataset_id"], ["eval_datasets.id"]),
+        sa.PrimaryKeyConstraint("app_id"),
+    )
+    op.create_table(
+        "eval_waivers",
+        sa.Column("id", sa.String(32), nullable=False),
+        sa.Column("app_id", sa.String(32), nullable=False),
+        sa.Column("version_id", sa.String(32), nullable=False),
+        sa.Column("reason", sa.Text(), nullable=False),
+        sa.Column("author", sa.String(200), nullable=False),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        sa.ForeignKeyConstraint(["app_id"], ["apps.id"]),
+        sa.ForeignKeyConstraint(["version_id"], ["versions.id"]),
+        sa.PrimaryKeyConstraint("id"),
+    )
+    op.create_index("ix_eval_waivers_app_id", "eval_waivers", ["app_id"])
 
 
 def downgrade() -> None:
+    op.drop_index("ix_eval_waivers_app_id", table_name="eval_waivers")
+    op.drop_table("eval_waivers")
+    op.drop_table("eval_gates")
     op.drop_table("eval_results")
     op.drop_index("ix_evaluations_dataset_id", table_name="evaluations")
     op.drop_index("ix_evaluations_app", table_name="evaluations")
