@@ -391,6 +391,7 @@ def test_bad_requests_are_refused_with_their_reason(api: Api) -> None:
         {"question": TOM, "max_rounds": 0},
         {"question": ""},
         {"question": TOM, "unknown": 1},
+        {"question": TOM, "dataset": "bad name!"},
     ):
         response = api.http.post("/api/v1/tqa/ask", json=body)
         assert response.status_code == 422, body

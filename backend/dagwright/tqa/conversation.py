@@ -43,7 +43,7 @@ class AskRequest(BaseModel):
     )
     dataset: str | None = Field(
         None,
-        max_length=64,
+        pattern=r"^[A-Za-z0-9_.-]{1,64}$",
         description="The TQA dataset (profile): its SOP, few-shot example namespaces and "
         "hints. A name without a profile has only its hints.",
     )
