@@ -10,6 +10,16 @@ export interface Position {
   y: number;
 }
 
+/** What the executor does when the node fails (docs/flow-format.md, "Error policies"). */
+export interface ErrorPolicy {
+  retry?: number;
+  backoff?: number;
+  backoff_factor?: number;
+  max_backoff?: number;
+  fallback?: "fail" | "default" | "error_branch";
+  default?: unknown;
+}
+
 export interface FlowNode {
   id: string;
   block: string;
@@ -17,6 +27,14 @@ export interface FlowNode {
   label?: string;
   position?: Position;
   timeout?: number;
+  on_error?: ErrorPolicy;
+}
+
+/** A graph stored in the document and run by subflow/map/repeat nodes. */
+export interface SubFlow {
+  description?: string;
+  nodes?: FlowNode[];
+  edges?: FlowEdge[];
 }
 
 export interface PortRef {
@@ -37,6 +55,7 @@ export interface FlowDocument {
   description?: string;
   nodes?: FlowNode[];
   edges?: FlowEdge[];
+  subflows?: Record<string, SubFlow>;
 }
 
 export function emptyFlow(name = "untitled"): FlowDocument {

@@ -97,8 +97,11 @@ function prepareGraph(doc: FlowDocument, blocks: Registry["byName"]): Graph {
   return g;
 }
 
-function metaOf(doc: FlowDocument, slug: string): { name: string; description: string } {
-  return { name: doc.name ?? slug, description: doc.description ?? "" };
+function metaOf(
+  doc: FlowDocument,
+  slug: string,
+): { name: string; description: string; subflows?: FlowDocument["subflows"] } {
+  return { name: doc.name ?? slug, description: doc.description ?? "", subflows: doc.subflows };
 }
 
 function normalisedFingerprint(doc: FlowDocument, blocks: Registry["byName"], slug: string): string {

@@ -38,6 +38,7 @@ export function copySelection(graph: Graph, ids?: ReadonlySet<string>): Clip | n
       };
       if (n.data.label) out.label = n.data.label;
       if (n.data.timeout !== undefined) out.timeout = n.data.timeout;
+      if (n.data.on_error !== undefined) out.on_error = n.data.on_error;
       return out;
     });
   const edges = graph.edges.filter((e) => chosen.has(e.source) && chosen.has(e.target)).map(edgeToFlow);
@@ -79,6 +80,7 @@ export function pasteClip(
     };
     if (n.label) node.data.label = n.label;
     if (n.timeout !== undefined) node.data.timeout = n.timeout;
+    if (n.on_error !== undefined) node.data.on_error = n.on_error;
     added.push(node);
   }
   const newEdges: EditorEdge[] = clip.edges

@@ -3,7 +3,7 @@
 // them back into a FlowDocument to validate, save, debug and keep as a draft.
 
 import type { Edge, Node } from "@xyflow/react";
-import type { BlockSpec, FlowDocument, FlowEdge, FlowNode, PortSpec } from "../api/types";
+import type { BlockSpec, ErrorPolicy, FlowDocument, FlowEdge, FlowNode, PortSpec, SubFlow } from "../api/types";
 import { templateVariables } from "./jinja";
 
 /** A port as a node draws it; `missing` marks a port an edge names that the block lacks. */
@@ -21,6 +21,7 @@ export type NodeData = {
   config: Record<string, unknown>;
   label?: string;
   timeout?: number;
+  on_error?: ErrorPolicy;
   ports: NodePorts;
 };
 
@@ -157,6 +158,7 @@ export function flowToGraph(doc: FlowDocument, blocks: BlockMap): Graph {
     const data: NodeData = { block: n.block, config, ports: estimatePorts(blocks.get(n.block), config) };
     if (n.label !== undefined) data.label = n.label;
     if (n.timeout !== undefined) data.timeout = n.timeout;
+    if (n.on_error !== undefined) data.on_error = n.on_error;
     return {
       id: n.id,
       type: "block",
@@ -216,7 +218,8 @@ export function needsLayout(doc: FlowDocument): boolean {
 
 export function graphToFlow(
   graph: Graph,
-  meta: { name?: string; description?: string } = {},
+  // The document's sub-flows are not drawn on this canvas: kept as they were loaded.
+  meta: { name?: string; description?: string; subflows?: Record<string, SubFlow> } = {},
 ): FlowDocument {
   const doc: FlowDocument = { format: "dagwright.flow", version: 1 };
   if (meta.name !== undefined) doc.name = meta.name;
@@ -225,10 +228,12 @@ export function graphToFlow(
     const out: FlowNode = { id: n.id, block: n.data.block, config: n.data.config };
     if (n.data.label) out.label = n.data.label;
     if (n.data.timeout !== undefined && n.data.timeout !== null) out.timeout = n.data.timeout;
+    if (n.data.on_error) out.on_error = n.data.on_error;
     out.position = { x: Math.round(n.position.x), y: Math.round(n.position.y) };
     return out;
   });
   doc.edges = graph.edges.map(edgeToFlow);
+  if (meta.subflows && Object.keys(meta.subflows).length > 0) doc.subflows = meta.subflows;
   return doc;
 }
 
