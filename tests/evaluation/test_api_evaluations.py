@@ -210,3 +210,64 @@ def test_publish_gate(server: LiveServer) -> None:
     assert (
         api.http.post("/api/v1/apps/gated/publish", json={"version_id": better}).status_code == 200
     )
+
+
+@pytest.fixture(scope="module")
+def secured(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    """A server that needs the admin token (so an app key is not taken for the admin)."""
+    with live_server("sqlite", tmp_path_factory.mktemp("secured"), admin_token="t0ken") as running:
+        yield running
+
+
+def test_feedback_from_the_editor_and_from_a_caller(secured: LiveServer) -> None:
+    api = secured.api
+    key = api.published_app(
+        "echo",
+        _flow(
+            [
+                {"id": "question", "block": "text_input", "config": {"name": "question"}},
+                {"id": "answer", "block": "output", "config": {"name": "answer"}},
+            ],
+            [("question", "output", "answer", "value")],
+        ),
+    )
+    ran = api.run("echo", key, {"question": "What is the capital of Peru?"})
+    assert ran.status_code == 200, ran.text
+    run_id = ran.json()["run_id"]
+    # the caller, with its key: a score and the right answer
+    given = api.http.post(
+        f"/api/v1/runs/{run_id}/feedback",
+        json={"score": 0, "correction": "Lima", "comment": "it echoed"},
+        headers={"Authorization": f"Bearer {key}"},
+    )
+    assert given.status_code == 201, given.text
+    assert given.json()["given_by"] == "api_key"
+    assert given.json()["example_namespace"] == "feedback-echo"
+    # the correction is a few-shot example of the app, tagged with its run
+    [hit] = _post(
+        api, "/api/v1/namespaces/feedback-echo/query", {"text": "capital of Peru", "k": 1}, 200
+    )
+    payload = hit["payload"]
+    assert payload["answer"] == "Lima"
+    assert payload["source_run"] == run_id
+    # the editor: a score only
+    assert api.http.post(f"/api/v1/runs/{run_id}/feedback", json={"score": 1}).status_code == 201
+    listed = api.http.get(f"/api/v1/runs/{run_id}/feedback").json()
+    assert [f["given_by"] for f in listed] == ["api_key", "admin"]
+    # another app's key may not
+    other = api.published_app(
+        "other",
+        _flow(
+            [
+                {"id": "question", "block": "text_input", "config": {"name": "question"}},
+                {"id": "answer", "block": "output", "config": {"name": "answer"}},
+            ],
+            [("question", "output", "answer", "value")],
+        ),
+    )
+    refused = api.http.post(
+        f"/api/v1/runs/{run_id}/feedback",
+        json={"score": 1},
+        headers={"Authorization": f"Bearer {other}"},
+    )
+    assert refused.status_code == 403

@@ -112,3 +112,20 @@ class EvalWaiver(SQLModel, table=True):
     reason: str = Field(sa_column=Column(Text, nullable=False))
     author: str = Field(default="", max_length=200)
     created_at: datetime = Field(default_factory=utcnow)
+
+
+class RunFeedback(SQLModel, table=True):
+    """Feedback on a run: a score and optionally the corrected answer, which also becomes a
+    few-shot example of the run's app (`example_namespace`, keyed by the run)."""
+
+    __tablename__ = "eval_feedback"
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=32)
+    run_id: str = Field(foreign_key="runs.id", index=True, max_length=32)
+    app_id: str | None = Field(default=None, max_length=32)
+    score: float
+    correction: Any = _json()
+    comment: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
+    given_by: str = Field(max_length=16)  # admin | api_key
+    example_namespace: str | None = Field(default=None, max_length=64)
+    created_at: datetime = Field(default_factory=utcnow)

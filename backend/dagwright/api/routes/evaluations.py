@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from dagwright.api.routes.access import Admin
+from dagwright.api.routes.access import Admin, may_read_app
 from dagwright.api.state import Services, services
 from dagwright.errors import InputError, NotFoundError
 from dagwright.evaluation.metrics import METRICS
@@ -23,7 +23,9 @@ if TYPE_CHECKING:
     from dagwright.services.evaluation_gates import GateService
     from dagwright.services.evaluations import EvaluationService
 
-router = APIRouter(prefix="/api/v1", tags=["evaluations"], dependencies=[Admin])
+router = APIRouter(prefix="/api/v1", tags=["evaluations"])
+# Everything but feedback is the editor's (admin); feedback also takes an app's API key.
+admin = APIRouter(dependencies=[Admin])
 Deps = Annotated[Services, Depends(services)]
 MAX_UPLOAD_EXAMPLES = 100_000
 
@@ -73,13 +75,13 @@ class DatasetImportIn(BaseModel):
     limit: int | None = Field(None, ge=1)
 
 
-@router.get("/datasets")
+@admin.get("/datasets")
 async def list_datasets(s: Deps) -> list[dict[str, Any]]:
     found = await asyncio.to_thread(_evaluations(s).datasets.list)
     return [d.to_dict() for d in found]
 
 
-@router.post("/datasets", status_code=201)
+@admin.post("/datasets", status_code=201)
 async def import_dataset(body: DatasetImportIn, s: Deps) -> dict[str, Any]:
     """Import a file on the server; its tables become data sources the flows can query."""
     from dagwright.data.connectors.common import SourcePaths
@@ -99,7 +101,7 @@ async def import_dataset(body: DatasetImportIn, s: Deps) -> dict[str, Any]:
     return summary.to_dict()
 
 
-@router.post("/datasets/{name}/upload", status_code=201)
+@admin.post("/datasets/{name}/upload", status_code=201)
 async def upload_dataset(
     name: str,
     request: Request,
@@ -129,13 +131,13 @@ async def upload_dataset(
     return await asyncio.to_thread(work)
 
 
-@router.get("/datasets/{name}")
+@admin.get("/datasets/{name}")
 async def get_dataset(name: str, s: Deps) -> dict[str, Any]:
     summary = await asyncio.to_thread(_evaluations(s).datasets.get, name)
     return summary.to_dict()
 
 
-@router.get("/datasets/{name}/examples")
+@admin.get("/datasets/{name}/examples")
 async def dataset_examples(
     name: str,
     s: Deps,
@@ -157,7 +159,7 @@ class FewShotIn(BaseModel):
     embedder: str = "hashing"
 
 
-@router.post("/datasets/{name}/few-shot")
+@admin.post("/datasets/{name}/few-shot")
 async def load_few_shot(name: str, body: FewShotIn, s: Deps) -> dict[str, Any]:
     """A split's examples into a few-shot namespace (idempotent)."""
     count = await _evaluations(s).datasets.load_few_shot(
@@ -184,7 +186,7 @@ class EvaluationIn(BaseModel):
     wait: bool = Field(False, description="Answer with the report when done (else 202).")
 
 
-@router.post("/evaluations", status_code=202)
+@admin.post("/evaluations", status_code=202)
 async def start_evaluation(
     body: EvaluationIn, request: Request, response: Response, s: Deps
 ) -> dict[str, Any]:
@@ -224,7 +226,7 @@ async def start_evaluation(
     return evaluation_dict(row)
 
 
-@router.get("/evaluations")
+@admin.get("/evaluations")
 async def list_evaluations(
     s: Deps, app: str | None = None, limit: Annotated[int, Query(ge=1, le=500)] = 50
 ) -> list[dict[str, Any]]:
@@ -234,13 +236,13 @@ async def list_evaluations(
     return [evaluation_dict(r) for r in rows]
 
 
-@router.get("/evaluations/compare")
+@admin.get("/evaluations/compare")
 async def compare_evaluations(a: str, b: str, s: Deps) -> dict[str, Any]:
     """B against A: difference with a paired interval and test, and the flipped examples."""
     return await asyncio.to_thread(_evaluations(s).compare, a, b)
 
 
-@router.get("/evaluations/{evaluation_id}")
+@admin.get("/evaluations/{evaluation_id}")
 async def get_evaluation(evaluation_id: str, request: Request, s: Deps) -> dict[str, Any]:
     """The evaluation, how many examples have a result, and (while this replica runs it) the
     live progress: rate, ETA, tokens, cost."""
@@ -258,12 +260,12 @@ async def get_evaluation(evaluation_id: str, request: Request, s: Deps) -> dict[
     }
 
 
-@router.get("/evaluations/{evaluation_id}/report")
+@admin.get("/evaluations/{evaluation_id}/report")
 async def evaluation_report(evaluation_id: str, s: Deps) -> dict[str, Any]:
     return await asyncio.to_thread(_evaluations(s).report, evaluation_id)
 
 
-@router.get("/evaluations/{evaluation_id}/results")
+@admin.get("/evaluations/{evaluation_id}/results")
 async def evaluation_results(
     evaluation_id: str,
     s: Deps,
@@ -294,7 +296,7 @@ async def evaluation_results(
     ]
 
 
-@router.post("/evaluations/{evaluation_id}/cancel", status_code=202)
+@admin.post("/evaluations/{evaluation_id}/cancel", status_code=202)
 async def cancel_evaluation(evaluation_id: str, request: Request) -> dict[str, Any]:
     """Stops a running evaluation (its finished examples are kept: POST it again to resume)."""
     task = _running(request).tasks.get(evaluation_id)
@@ -327,7 +329,7 @@ class ScoreIn(BaseModel):
     per_example: bool = False
 
 
-@router.post("/score")
+@admin.post("/score")
 async def score(body: ScoreIn) -> dict[str, Any]:
     """Score predictions with an official metric (the SQL metrics need databases: use
     `dagwright eval score` or a dataset)."""
@@ -370,7 +372,7 @@ def _gates(s: Services) -> GateService:
     return GateService(s.engine, s.apps)
 
 
-@router.put("/apps/{app}/eval-gate")
+@admin.put("/apps/{app}/eval-gate")
 async def set_gate(app: str, body: GateIn, s: Deps) -> dict[str, Any]:
     """Publishing a version then needs an evaluation on the whole split scoring at least the
     published version's score minus the tolerance (or a waiver)."""
@@ -384,7 +386,7 @@ async def set_gate(app: str, body: GateIn, s: Deps) -> dict[str, Any]:
     )
 
 
-@router.get("/apps/{app}/eval-gate")
+@admin.get("/apps/{app}/eval-gate")
 async def get_gate(app: str, s: Deps) -> dict[str, Any]:
     gate = await asyncio.to_thread(_gates(s).get, app)
     if gate is None:
@@ -392,19 +394,19 @@ async def get_gate(app: str, s: Deps) -> dict[str, Any]:
     return gate
 
 
-@router.delete("/apps/{app}/eval-gate", status_code=204)
+@admin.delete("/apps/{app}/eval-gate", status_code=204)
 async def remove_gate(app: str, s: Deps) -> Response:
     await asyncio.to_thread(_gates(s).remove, app)
     return Response(status_code=204)
 
 
-@router.post("/apps/{app}/eval-gate/waivers", status_code=201)
+@admin.post("/apps/{app}/eval-gate/waivers", status_code=201)
 async def waive_gate(app: str, body: WaiverIn, s: Deps) -> dict[str, Any]:
     """Record why this version may be published whatever its evaluation says."""
     return await asyncio.to_thread(_gates(s).waive, app, body.version, body.reason, body.author)
 
 
-@router.get("/apps/{app}/eval-gate/check")
+@admin.get("/apps/{app}/eval-gate/check")
 async def check_gate(app: str, version: str, s: Deps) -> dict[str, Any]:
     """What publishing `version` would meet: allowed or not, with the numbers."""
     target = await asyncio.to_thread(s.apps.get_version, app, version)
@@ -412,3 +414,47 @@ async def check_gate(app: str, version: str, s: Deps) -> dict[str, Any]:
     if decision is None:
         return {"gate": None, "allowed": True, "reason": "the app has no evaluation gate"}
     return {"gate": gate, **decision.to_dict()}
+
+
+# -- feedback on runs -----------------------------------------------------------------------------
+
+
+class FeedbackIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    score: float = Field(ge=0, le=1, description="0 wrong ... 1 right")
+    correction: Any = Field(
+        None, description="The right answer: kept as a few-shot example of the app."
+    )
+    comment: str = Field("", max_length=5000)
+
+
+@router.post("/runs/{run_id}/feedback", status_code=201)
+async def give_feedback(run_id: str, body: FeedbackIn, request: Request, s: Deps) -> dict[str, Any]:
+    """A score and an optional corrected answer on a run, from the editor (admin token) or
+    the app's caller (its API key). A correction becomes an example in the app's feedback
+    namespace (`feedback-<slug>`), tagged with this run."""
+    from dagwright.api.auth import bearer_token
+    from dagwright.services.feedback import FeedbackService
+
+    record = await asyncio.to_thread(s.runs.get, run_id)
+    await may_read_app(request, s, record.app_id)
+    token = bearer_token(request)
+    key = await s.endpoints.key(token) if token else None
+    given_by = "api_key" if key is not None else "admin"
+    service = FeedbackService(s.engine, s.apps, s.examples)
+    return await service.record(
+        record, body.score, correction=body.correction, comment=body.comment, given_by=given_by
+    )
+
+
+@router.get("/runs/{run_id}/feedback")
+async def list_feedback(run_id: str, request: Request, s: Deps) -> list[dict[str, Any]]:
+    from dagwright.services.feedback import FeedbackService
+
+    record = await asyncio.to_thread(s.runs.get, run_id)
+    await may_read_app(request, s, record.app_id)
+    return await asyncio.to_thread(FeedbackService(s.engine, s.apps, s.examples).list, run_id)
+
+
+router.include_router(admin)

@@ -1,5 +1,5 @@
 """evaluations: datasets and examples, evaluations and their per-example results, publish
-gates and their waivers.
+gates and their waivers, feedback on runs.
 
 Revision ID: 0008
 Revises: 0007
@@ -106,9 +106,26 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("id"),
     )
     op.create_index("ix_eval_waivers_app_id", "eval_waivers", ["app_id"])
+    op.create_table(
+        "eval_feedback",
+        sa.Column("id", sa.String(32), nullable=False),
+        sa.Column("run_id", sa.String(32), nullable=False),
+        sa.Column("app_id", sa.String(32), nullable=True),
+        sa.Column("score", sa.Float(), nullable=False),
+        sa.Column("correction", sa.JSON(), nullable=True),
+        sa.Column("comment", sa.Text(), nullable=False),
+        sa.Column("given_by", sa.String(16), nullable=False),
+        sa.Column("example_namespace", sa.String(64), nullable=True),
+        sa.Column("created_at", sa.DateTime(timezone=True), nullable=False),
+        sa.ForeignKeyConstraint(["run_id"], ["runs.id"]),
+        sa.PrimaryKeyConstraint("id"),
+    )
+    op.create_index("ix_eval_feedback_run_id", "eval_feedback", ["run_id"])
 
 
 def downgrade() -> None:
+    op.drop_index("ix_eval_feedback_run_id", table_name="eval_feedback")
+    op.drop_table("eval_feedback")
     op.drop_index("ix_eval_waivers_app_id", table_name="eval_waivers")
     op.drop_table("eval_waivers")
     op.drop_table("eval_gates")
