@@ -113,7 +113,7 @@ def import_app(document: dict[str, Any], s: Deps, slug: str | None = None) -> An
 @router.post("/validate")
 def validate_flow(body: ValidateIn, s: Deps) -> dict[str, Any]:
     """Check a flow without saving it: every problem, each naming its node and port."""
-    analysis = analyse(parse_flow(body.flow), s.registry)
+    analysis = analyse(parse_flow(body.flow), s.registry, s.apps)
     return {"ok": analysis.ok, "problems": [p.to_dict() for p in analysis.problems]}
 
 

@@ -23,7 +23,7 @@ Deps = Annotated[Services, Depends(services)]
 @router.post("/runs/debug", dependencies=[Admin], response_model=None)
 async def debug_run(body: DebugRunIn, s: Deps) -> Any:
     """Run a graph as it is on the canvas (saved or not), streaming every event."""
-    plan = compile_flow(parse_flow(body.flow), s.registry)
+    plan = compile_flow(parse_flow(body.flow), s.registry, s.apps)
     app_id = None
     if body.app is not None:
         app_id = (await asyncio.to_thread(s.apps.get_app, body.app)).id
