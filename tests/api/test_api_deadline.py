@@ -40,7 +40,7 @@ def assert_timed_out(result: dict[str, Any], deadline: float) -> None:
     assert result["status"] == "failed"
     assert result["error"]["code"] == "run_timeout"
     assert f"within {deadline:g}s" in result["error"]["message"]
-    assert deadline <= result["duration"] < deadline + 1.0
+    assert deadline - 0.05 <= result["duration"] < deadline + 1.0  # the loop's timer granularity
 
 
 def test_an_apps_own_deadline_ends_a_sync_call(api: Api) -> None:
