@@ -12,6 +12,7 @@ import json
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import ExitStack, asynccontextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
@@ -22,7 +23,10 @@ from dagwright.errors import DagwrightError
 if TYPE_CHECKING:
     from dagwright.evaluation.batch import Progress
     from dagwright.evaluation.metrics.base import ScoreReport
+    from dagwright.services.evaluation_gates import GateService
     from dagwright.services.evaluations import EvaluationService
+    from dagwright.services.feedback import FeedbackService
+    from dagwright.services.runs import RunService
 
 T = TypeVar("T")
 
@@ -120,8 +124,18 @@ def _print_score(report: ScoreReport, per_example: bool, as_json: bool) -> None:
 # -- commands that use the database ------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class Local:
+    """The services of one command."""
+
+    evaluations: EvaluationService
+    gates: GateService
+    feedback: FeedbackService
+    runs: RunService
+
+
 @asynccontextmanager
-async def _local() -> AsyncIterator[EvaluationService]:
+async def _local(record: Path | None = None, replay: Path | None = None) -> AsyncIterator[Local]:
     """The services `dagwright serve` would use (same data directory, database, sources,
     model providers), for the time of one command."""
     from dagwright.embedding.embedders import CachedEmbedder, make_embedder
@@ -135,7 +149,9 @@ async def _local() -> AsyncIterator[EvaluationService]:
     from dagwright.services.apps import AppService
     from dagwright.services.data_sources import DataSourceService, sources_from_settings_file
     from dagwright.services.datasets import DatasetService
+    from dagwright.services.evaluation_gates import GateService
     from dagwright.services.evaluations import EvaluationService
+    from dagwright.services.feedback import FeedbackService
     from dagwright.services.invoke import InProcessInvoker
     from dagwright.services.runs import RunService
     from dagwright.services.secret_store import DatabaseSecrets, master_key_from
@@ -148,7 +164,9 @@ async def _local() -> AsyncIterator[EvaluationService]:
         stack.callback(engine.dispose)
         migrate(engine)
         secrets = DatabaseSecrets(engine, master_key_from(folder))
-        gateway = stack.enter_context(model_access(secrets=secrets, notice=_note))
+        gateway = stack.enter_context(
+            model_access(record=record, replay=replay, secrets=secrets, notice=_note)
+        )
         examples = ExampleStore.from_environment(
             folder, lambda spec: CachedEmbedder(make_embedder(spec, gateway)), lazy=True
         )
@@ -169,7 +187,12 @@ async def _local() -> AsyncIterator[EvaluationService]:
         runs.start_writer()
         try:
             datasets = DatasetService(engine, data, folder / "sources" / "eval-datasets", examples)
-            yield EvaluationService(engine, apps, runs, datasets)
+            yield Local(
+                EvaluationService(engine, apps, runs, datasets),
+                GateService(engine, apps),
+                FeedbackService(engine, apps, examples),
+                runs,
+            )
         finally:
             await runs.close()
             await gateway.aclose()
@@ -179,10 +202,12 @@ def _note(message: str) -> None:
     typer.echo(f"note: {message}", err=True)
 
 
-def _with(work: Callable[[EvaluationService], Awaitable[T]]) -> T:
+def _with(
+    work: Callable[[Local], Awaitable[T]], record: Path | None = None, replay: Path | None = None
+) -> T:
     async def main() -> T:
-        async with _local() as evaluations:
-            return await work(evaluations)
+        async with _local(record, replay) as local:
+            return await work(local)
 
     try:
         return asyncio.run(main())
@@ -225,9 +250,9 @@ def datasets_import(
     """Import a dataset file; its tables become data sources the flows can query."""
     fields = json.loads(mapping) if mapping else None
 
-    async def work(evaluations: EvaluationService) -> None:
+    async def work(local: Local) -> None:
         summary = await asyncio.to_thread(
-            evaluations.datasets.import_file,
+            local.evaluations.datasets.import_file,
             name,
             kind,
             path,
@@ -241,7 +266,7 @@ def datasets_import(
             f"(metric {summary.metric}; tables in {summary.source or 'one source per database'})"
         )
         if few_shot:
-            count = await evaluations.datasets.load_few_shot(name, split, few_shot, embedder)
+            count = await local.evaluations.datasets.load_few_shot(name, split, few_shot, embedder)
             typer.echo(f"{count} examples loaded into the few-shot namespace {few_shot}")
 
     _with(work)
@@ -253,8 +278,8 @@ def datasets_list(
 ) -> None:
     """The datasets, their splits and sizes."""
 
-    async def work(evaluations: EvaluationService) -> None:
-        found = evaluations.datasets.list()
+    async def work(local: Local) -> None:
+        found = local.evaluations.datasets.list()
         if as_json:
             _echo_json([d.to_dict() for d in found])
             return
@@ -292,17 +317,29 @@ def run(
     ] = None,
     output: Annotated[str | None, typer.Option(help="The app output holding the answer.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    record: Annotated[
+        Path | None, typer.Option(help="Record every model exchange to this JSONL file.")
+    ] = None,
+    replay: Annotated[
+        Path | None,
+        typer.Option(help="Answer model calls from a recording: the evaluation offline, again."),
+    ] = None,
 ) -> None:
     """Run an app over a dataset split and score it. Interrupted (Ctrl-C, a crash), the same
-    command resumes: examples with a result are not run again."""
+    command resumes: examples with a result are not run again. With --record, then --replay
+    of the recording (and --fresh), an evaluation is repeated offline with the same answers."""
     app, _, version = target.partition("@")
     settings: dict[str, Any] = {"inputs": json.loads(inputs) if inputs else None}
     if output:
         settings["output"] = output
+    if record is not None:
+        settings["recorded_to"] = str(record)
+    if replay is not None:
+        settings["replayed_from"] = str(replay)
 
-    async def work(evaluations: EvaluationService) -> dict[str, Any]:
+    async def work(local: Local) -> dict[str, Any]:
         row = await asyncio.to_thread(
-            evaluations.create,
+            local.evaluations.create,
             app,
             version or None,
             dataset,
@@ -311,18 +348,18 @@ def run(
             settings=settings,
             resume=not fresh,
         )
-        done = len(evaluations.done_ids(row.id))
+        done = len(local.evaluations.done_ids(row.id))
         typer.echo(
             f"evaluation {row.id} ({row.label} on {dataset}/{split}, {row.total} examples"
             + (f", {done} already done" if done else "")
             + ")",
             err=True,
         )
-        await evaluations.run(row.id, concurrency=concurrency, on_progress=_progress_line)
+        await local.evaluations.run(row.id, concurrency=concurrency, on_progress=_progress_line)
         typer.echo("", err=True)
-        return evaluations.report(row.id)
+        return local.evaluations.report(row.id)
 
-    report = _with(work)
+    report = _with(work, record, replay)
     _print_report(report, as_json)
 
 
@@ -370,8 +407,8 @@ def report(
 ) -> None:
     """An evaluation's report: score with its CI, breakdowns, cost, latency, failures."""
 
-    async def work(evaluations: EvaluationService) -> dict[str, Any]:
-        return evaluations.report(evaluation_id)
+    async def work(local: Local) -> dict[str, Any]:
+        return local.evaluations.report(evaluation_id)
 
     _print_report(_with(work), as_json)
 
@@ -384,8 +421,8 @@ def compare(
 ) -> None:
     """Two evaluations side by side: difference, paired test, flipped examples."""
 
-    async def work(evaluations: EvaluationService) -> dict[str, Any]:
-        return evaluations.compare(a, b)
+    async def work(local: Local) -> dict[str, Any]:
+        return local.evaluations.compare(a, b)
 
     result = _with(work)
     if as_json:
@@ -411,8 +448,8 @@ def list_(
     """Recent evaluations."""
     from dagwright.services.evaluations import evaluation_dict
 
-    async def work(evaluations: EvaluationService) -> list[dict[str, Any]]:
-        return [evaluation_dict(row) for row in evaluations.list(app)]
+    async def work(local: Local) -> list[dict[str, Any]]:
+        return [evaluation_dict(row) for row in local.evaluations.list(app)]
 
     rows = _with(work)
     if as_json:
@@ -425,3 +462,93 @@ def list_(
         typer.echo(
             f"{row['id']}  {row['label']:<20} {row['metric']:<8} {row['status']:<11} {shown}"
         )
+
+
+gate_app = typer.Typer(help="An app's publish gate: set, show, check, waive.", no_args_is_help=True)
+eval_app.add_typer(gate_app, name="gate")
+
+
+@gate_app.command("set")
+def gate_set(
+    app: Annotated[str, typer.Argument(help="The app's slug or id.")],
+    dataset: Annotated[str, typer.Option(help="The dataset a version must be evaluated on.")],
+    split: Annotated[str, typer.Option(help="Its split (evaluated whole).")] = "dev",
+    metric: Annotated[str | None, typer.Option(help="Default: the dataset's metric.")] = None,
+    tolerance: Annotated[
+        float, typer.Option(help="How far below the published version's score is allowed.")
+    ] = 0.0,
+) -> None:
+    """Gate publishing the app's versions on an evaluation score."""
+
+    async def work(local: Local) -> dict[str, Any]:
+        return local.gates.set(app, dataset, metric=metric, split=split, tolerance=tolerance)
+
+    _echo_json(_with(work))
+
+
+@gate_app.command("show")
+def gate_show(app: Annotated[str, typer.Argument(help="The app's slug or id.")]) -> None:
+    """The app's gate, if any."""
+
+    async def work(local: Local) -> dict[str, Any] | None:
+        return local.gates.get(app)
+
+    _echo_json(_with(work))
+
+
+@gate_app.command("check")
+def gate_check(
+    target: Annotated[str, typer.Argument(help="APP@VERSION: would publishing it pass?")],
+) -> None:
+    """What publishing a version would meet: allowed or refused, with the numbers."""
+    app, _, version = target.partition("@")
+
+    async def work(local: Local) -> dict[str, Any]:
+        found = local.evaluations.apps.get_version(app, version or "published")
+        decision, gate = local.gates.check(app, found.id)
+        if decision is None:
+            return {"gate": None, "allowed": True, "reason": "the app has no evaluation gate"}
+        return {"gate": gate, **decision.to_dict()}
+
+    result = _with(work)
+    _echo_json(result)
+    if not result["allowed"]:
+        raise typer.Exit(1)
+
+
+@gate_app.command("waive")
+def gate_waive(
+    target: Annotated[str, typer.Argument(help="APP@VERSION that may be published anyway.")],
+    reason: Annotated[str, typer.Option(help="Why (recorded).")],
+    author: Annotated[str, typer.Option(help="Who decided.")] = "",
+) -> None:
+    """Record a waiver: this version may be published whatever its evaluation says."""
+    app, _, version = target.partition("@")
+    if not version:
+        typer.echo("error: give the version, APP@VERSION", err=True)
+        raise typer.Exit(2)
+
+    async def work(local: Local) -> dict[str, Any]:
+        return local.gates.waive(app, version, reason, author)
+
+    _echo_json(_with(work))
+
+
+@eval_app.command()
+def feedback(
+    run_id: Annotated[str, typer.Argument(help="The run the feedback is about.")],
+    score: Annotated[float, typer.Option(help="0 (wrong) to 1 (right).")],
+    correction: Annotated[
+        str | None, typer.Option(help="The right answer: kept as a few-shot example of the app.")
+    ] = None,
+    comment: Annotated[str, typer.Option(help="A note.")] = "",
+) -> None:
+    """Score a run and, with a correction, add it to the app's feedback few-shot namespace."""
+
+    async def work(local: Local) -> dict[str, Any]:
+        record = local.runs.get(run_id)
+        return await local.feedback.record(
+            record, score, correction=correction, comment=comment, given_by="admin"
+        )
+
+    _echo_json(_with(work))

@@ -136,6 +136,10 @@ class EvaluationService:
         self._runs = runs
         self.datasets = datasets
 
+    @property
+    def apps(self) -> AppService:
+        return self._apps
+
     # -- creating and running ----------------------------------------------------------------
 
     def create(
