@@ -2,8 +2,9 @@
 // its ports and problems; with nothing selected, the flow's name and description.
 
 import { memo, useEffect, useMemo, useState } from "react";
-import type { BlockSpec, Problem } from "../api/types";
+import type { BlockSpec, ErrorPolicy, Problem } from "../api/types";
 import { SchemaForm } from "../forms/SchemaForm";
+import { ErrorPolicyField } from "./ErrorPolicyField";
 import type { EditorNode } from "./graph";
 import { NODE_ID_RE } from "./graph";
 import { typeColour } from "./typecompat";
@@ -18,6 +19,7 @@ interface Props {
   onRename: (id: string, next: string) => string | null;
   onLabel: (id: string, label: string) => void;
   onTimeout: (id: string, timeout: number | undefined) => void;
+  onErrorPolicy?: (id: string, policy: ErrorPolicy | undefined) => void;
 }
 
 /** invalid_config messages name their field ("config field 'url': ..." from validation,
@@ -37,7 +39,7 @@ export function fieldErrorsOf(problems: Problem[], fields: string[]): Record<str
   return out;
 }
 
-export const ConfigPanel = memo(function ConfigPanel({ node, spec, secrets, problems, portsError, onConfig, onRename, onLabel, onTimeout }: Props) {
+export const ConfigPanel = memo(function ConfigPanel({ node, spec, secrets, problems, portsError, onConfig, onRename, onLabel, onTimeout, onErrorPolicy }: Props) {
   if (!node) return null;
   const fields = Object.keys(spec?.config_schema.properties ?? {});
   return (
@@ -65,6 +67,7 @@ export const ConfigPanel = memo(function ConfigPanel({ node, spec, secrets, prob
           <h4>Ports</h4>
           <PortTable node={node} />
           <TimeoutField node={node} onTimeout={onTimeout} />
+          {onErrorPolicy && <ErrorPolicyField node={node} onErrorPolicy={onErrorPolicy} />}
           {spec.doc && (
             <details className="block-doc">
               <summary>About {spec.name}</summary>

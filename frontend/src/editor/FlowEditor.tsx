@@ -21,7 +21,7 @@ import { type DragEvent, useCallback, useEffect, useMemo, useRef, useState } fro
 import { DebugPanel } from "../debug/DebugPanel";
 import { api } from "../api/client";
 import { ApiError } from "../api/http";
-import type { AppOut, BlockSpec, FlowDocument, NodeRunState, Problem, VersionDiff, VersionOut } from "../api/types";
+import type { AppOut, BlockSpec, ErrorPolicy, FlowDocument, NodeRunState, Problem, VersionDiff, VersionOut } from "../api/types";
 import { setLeaveGuard } from "../router";
 import { Modal } from "../ui/Modal";
 import { toast, toastError } from "../ui/toast";
@@ -41,6 +41,7 @@ import {
   edgeToFlow,
   edgeKey,
   estimatePorts,
+  withPolicyPorts,
   flowToGraph,
   graphToFlow,
   isCondition,
@@ -277,7 +278,14 @@ export function FlowEditor(props: Props) {
                       ...n,
                       data: {
                         ...n.data,
-                        ports: withEdgePorts(id, { inputs: ports.inputs, outputs: ports.outputs, branches: isCondition(spec) ? ports.branches : null }, g.edges),
+                        ports: withEdgePorts(
+                          id,
+                          withPolicyPorts(
+                            { inputs: ports.inputs, outputs: ports.outputs, branches: isCondition(spec) ? ports.branches : null },
+                            n.data.on_error,
+                          ),
+                          g.edges,
+                        ),
                       },
                     }
                   : n,
@@ -435,7 +443,9 @@ export function FlowEditor(props: Props) {
           nodes: g.nodes.map((n) => {
             if (n.id !== id) return n;
             const spec = blocks.get(n.data.block);
-            const ports = needsServerPorts(spec) ? withEdgePorts(id, estimatePorts(spec, config), g.edges) : n.data.ports;
+            const ports = needsServerPorts(spec)
+              ? withEdgePorts(id, withPolicyPorts(estimatePorts(spec, config), n.data.on_error), g.edges)
+              : n.data.ports;
             return { ...n, data: { ...n.data, config, ports } };
           }),
         }),
@@ -476,6 +486,28 @@ export function FlowEditor(props: Props) {
           }),
         }),
         `timeout:${id}`,
+      ),
+    [edit],
+  );
+  const onErrorPolicy = useCallback(
+    (id: string, policy: ErrorPolicy | undefined) =>
+      edit(
+        (g) => ({
+          ...g,
+          nodes: g.nodes.map((n) => {
+            if (n.id !== id) return n;
+            const data = { ...n.data };
+            if (policy === undefined) delete data.on_error;
+            else data.on_error = policy;
+            data.ports = withEdgePorts(
+              id,
+              withPolicyPorts(data.ports, policy),
+              g.edges.filter((e) => e.source === id || e.target === id),
+            );
+            return { ...n, data };
+          }),
+        }),
+        `on_error:${id}`,
       ),
     [edit],
   );
@@ -926,6 +958,7 @@ export function FlowEditor(props: Props) {
                     onRename={onRename}
                     onLabel={onLabel}
                     onTimeout={onTimeout}
+                    onErrorPolicy={onErrorPolicy}
                   />
                 ) : (
                   <p className="muted">{selectedIds.length > 1 ? `${selectedIds.length} nodes selected.` : "Select a node to edit its settings."}</p>

@@ -7,7 +7,7 @@ import type { BlockSpec, ErrorPolicy, FlowDocument, FlowEdge, FlowNode, PortSpec
 import { templateVariables } from "./jinja";
 
 /** A port as a node draws it; `missing` marks a port an edge names that the block lacks. */
-export type NodePort = PortSpec & { missing?: boolean };
+export type NodePort = PortSpec & { missing?: boolean; policy?: boolean };
 
 export interface NodePorts {
   inputs: NodePort[];
@@ -145,6 +145,28 @@ export function withEdgePorts(nodeId: string, ports: NodePorts, edges: readonly 
   return { inputs, outputs, branches };
 }
 
+/** The output port a node gains when its error policy sends failures down it. */
+export const ERROR_PORT = "error";
+
+/** The ports with the error policy's `error` output added (or left out), as validation does. */
+export function withPolicyPorts(ports: NodePorts, policy: ErrorPolicy | undefined): NodePorts {
+  const routes = policy?.fallback === "error_branch";
+  const has = ports.outputs.find((p) => p.name === ERROR_PORT);
+  if (routes && has && !has.missing) return ports;
+  const outputs = ports.outputs.filter((p) => p.name !== ERROR_PORT || (!routes && !p.policy));
+  if (routes) {
+    outputs.push({
+      name: ERROR_PORT,
+      type: "dict[str, Any]",
+      schema: { type: "object" },
+      required: false,
+      description: "the failure (node, block, type, code, message) when the node fails",
+      policy: true,
+    });
+  }
+  return { ...ports, outputs };
+}
+
 function missingPort(name: string): NodePort {
   return { name, type: "Any", schema: {}, required: false, description: "not a port of this block", missing: true };
 }
@@ -155,7 +177,8 @@ function missingPort(name: string): NodePort {
 export function flowToGraph(doc: FlowDocument, blocks: BlockMap): Graph {
   const nodes: EditorNode[] = (doc.nodes ?? []).map((n, index) => {
     const config = { ...(n.config ?? {}) };
-    const data: NodeData = { block: n.block, config, ports: estimatePorts(blocks.get(n.block), config) };
+    const ports = withPolicyPorts(estimatePorts(blocks.get(n.block), config), n.on_error);
+    const data: NodeData = { block: n.block, config, ports };
     if (n.label !== undefined) data.label = n.label;
     if (n.timeout !== undefined) data.timeout = n.timeout;
     if (n.on_error !== undefined) data.on_error = n.on_error;
