@@ -8,15 +8,18 @@ Prompts are Jinja2 templates rendered in a sandbox; their variables are the inpu
 from __future__ import annotations
 
 import json
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any, TypedDict
 
-import jsonschema
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from dagwright.errors import DagwrightError
-from dagwright.llm.gateway import CallResult, ChatRequest, DeltaFn, LLMGateway
 from dagwright.registry import NodeContext, block
 from dagwright.templating import check_template, render, variables_of
+
+if TYPE_CHECKING:
+    # Imported where used (~90 ms together): loading the registry must not cost a flow
+    # without models the model gateway and JSON Schema.
+    from dagwright.llm.gateway import CallResult, ChatRequest, DeltaFn
 
 
 class ModelOutputError(DagwrightError):
@@ -58,6 +61,8 @@ class ChatJsonConfig(ChatConfig):
     @classmethod
     def _valid_schema(cls, schema: dict[str, Any] | None) -> dict[str, Any] | None:
         if schema is not None:
+            import jsonschema
+
             try:
                 jsonschema.Draft202012Validator.check_schema(schema)
             except jsonschema.SchemaError as exc:
@@ -67,6 +72,19 @@ class ChatJsonConfig(ChatConfig):
 
 class ChatSamplesConfig(ChatConfig):
     n: int = Field(3, ge=2, le=16, description="How many answers to sample.")
+
+
+class ChatScoredConfig(ChatConfig):
+    n: int = Field(1, ge=1, le=16, description="How many answers to sample.")
+    top_logprobs: int | None = Field(
+        None, ge=0, le=20, description="Also this many alternatives per token (0-20)."
+    )
+
+
+class ScoredAnswer(TypedDict):
+    text: str
+    logprob: float | None  # the answer's log-probability (sum over its tokens); None: not given
+    tokens: list[dict[str, Any]]  # {token, logprob, top_logprobs}
 
 
 class CompletionConfig(ModelConfig):
@@ -121,7 +139,11 @@ def _request(
     variables: dict[str, Any],
     n: int = 1,
     response_format: dict[str, Any] | None = None,
+    logprobs: bool = False,
+    top_logprobs: int | None = None,
 ) -> ChatRequest:
+    from dagwright.llm.gateway import ChatRequest
+
     return ChatRequest(
         messages=_messages(config, history, variables),
         model=config.model,
@@ -131,6 +153,8 @@ def _request(
         seed=config.seed,
         n=n,
         response_format=response_format,
+        logprobs=logprobs,
+        top_logprobs=top_logprobs,
     )
 
 
@@ -146,6 +170,8 @@ def _token_events(ctx: NodeContext, stream: bool) -> DeltaFn | None:
 
 
 async def _call(ctx: NodeContext, config: ChatConfig, request: ChatRequest) -> CallResult:
+    from dagwright.llm.gateway import LLMGateway
+
     gateway = ctx.service(LLMGateway)
     result = await gateway.chat(config.provider, request, _token_events(ctx, config.stream))
     ctx.record_usage(result.usage, **result.details())
@@ -180,6 +206,8 @@ def _parse_json(text: str, schema: dict[str, Any] | None) -> Any:
             f"{exc.colno}); it begins: {text[:120]!r}"
         ) from None
     if schema is not None:
+        import jsonschema
+
         error = jsonschema.exceptions.best_match(
             jsonschema.Draft202012Validator(schema).iter_errors(value)
         )
@@ -233,6 +261,31 @@ async def chat_samples(
 
 
 @block(
+    "chat_scored",
+    category="llm",
+    description="Sample answers with their log-probabilities (for votes weighted by them).",
+    example="n 8 -> [{text: 'f_row([row 1])', logprob: -0.4, tokens: [...]}, ...]",
+    dynamic_ports=_chat_ports,
+)
+async def chat_scored(
+    config: ChatScoredConfig, ctx: NodeContext, history: History = None, **variables: Any
+) -> list[ScoredAnswer]:
+    """Like `chat_samples`, but asks the provider for token log-probabilities (the API's
+    logprobs and top_logprobs) and returns each answer with its log-probability, the sum over
+    its tokens (None when the provider sends none), and the tokens themselves."""
+    request = _request(
+        config, history, variables, n=config.n, logprobs=True, top_logprobs=config.top_logprobs
+    )
+    result = await _call(ctx, config, request)
+    return [
+        {"text": text, "logprob": logprob, "tokens": tokens}
+        for text, logprob, tokens in zip(
+            result.choices, result.logprobs, result.token_logprobs, strict=True
+        )
+    ]
+
+
+@block(
     "completion",
     category="llm",
     description="Continue a text with a completion model (where the provider offers it).",
@@ -242,6 +295,8 @@ async def chat_samples(
 async def completion(config: CompletionConfig, ctx: NodeContext, **variables: Any) -> str:
     """Sends the rendered prompt to the provider's text-completion endpoint (/v1/completions)
     and returns the continuation. Most chat-only providers lack this endpoint; use `chat`."""
+    from dagwright.llm.gateway import LLMGateway
+
     gateway = ctx.service(LLMGateway)
     result = await gateway.complete(
         config.provider,
@@ -266,6 +321,8 @@ async def embedding(config: EmbeddingConfig, ctx: NodeContext, text: str) -> lis
     """Embeds the text with the provider's embeddings endpoint and returns the vector."""
     if not text.strip():
         raise ValueError("cannot embed an empty text")
+    from dagwright.llm.gateway import LLMGateway
+
     gateway = ctx.service(LLMGateway)
     result = await gateway.embed(
         config.provider, [text], model=config.model, dimensions=config.dimensions

@@ -57,6 +57,8 @@ class ChatRequest:
     n: int = 1
     seed: int | None = None
     response_format: dict[str, Any] | None = None
+    logprobs: bool = False  # ask for each answer's token log-probabilities
+    top_logprobs: int | None = None  # and this many alternatives per token (0-20)
 
     def parameters(self) -> dict[str, Any]:
         """The optional parameters that were set, as the API names them."""
@@ -66,7 +68,10 @@ class ChatRequest:
             "stop": self.stop,
             "seed": self.seed,
             "response_format": self.response_format,
+            "top_logprobs": self.top_logprobs,
         }
+        if self.logprobs or self.top_logprobs is not None:
+            params["logprobs"] = True
         if self.n != 1:
             params["n"] = self.n
         return {key: value for key, value in params.items() if value is not None}
@@ -88,6 +93,10 @@ class CallResult:
     scripted: bool  # answered by the project's scripted server, not a model
     tokens_estimated: bool = False  # the provider reported no usage; counted as chars / 4
     vectors: list[list[float]] = field(default_factory=list)  # embeddings
+    # Per choice, when asked for: the answer's log-probability (the sum over its tokens; None
+    # when the provider sent none) and its tokens ({token, logprob, top_logprobs}).
+    logprobs: list[float | None] = field(default_factory=list)
+    token_logprobs: list[list[dict[str, Any]]] = field(default_factory=list)
 
     @property
     def usage(self) -> Usage:
@@ -103,6 +112,15 @@ class CallResult:
             "scripted": self.scripted,
             "tokens_estimated": self.tokens_estimated,
         }
+
+
+def _token_dict(item: Any) -> dict[str, Any]:
+    alternatives = item.top_logprobs or []
+    return {
+        "token": item.token,
+        "logprob": item.logprob,
+        "top_logprobs": [{"token": a.token, "logprob": a.logprob} for a in alternatives],
+    }
 
 
 def _estimate_tokens(text: str) -> int:
@@ -295,6 +313,11 @@ class LLMGateway:
         fingerprint: list[str | None] = [None]
         usage: list[Any] = [None]
         shown = [False]
+        tokens: list[list[dict[str, Any]]] = [[] for _ in range(request.n)]
+
+        def keep_tokens(index: int, logprobs: Any) -> None:
+            if logprobs is not None and logprobs.content:
+                tokens[index].extend(_token_dict(item) for item in logprobs.content)
 
         async def plain(client: openai.AsyncOpenAI) -> None:
             response = await client.chat.completions.create(
@@ -303,10 +326,12 @@ class LLMGateway:
             for choice in response.choices:
                 texts[choice.index] = choice.message.content or ""
                 finish[choice.index] = choice.finish_reason
+                keep_tokens(choice.index, choice.logprobs)
             fingerprint[0], usage[0] = response.system_fingerprint, response.usage
 
         async def streamed(client: openai.AsyncOpenAI) -> None:
             texts[:] = [""] * request.n
+            tokens[:] = [[] for _ in range(request.n)]
             stream = await client.chat.completions.create(
                 model=model,
                 messages=messages,
@@ -319,6 +344,7 @@ class LLMGateway:
                 if chunk.usage is not None:
                     usage[0] = chunk.usage
                 for choice in chunk.choices:
+                    keep_tokens(choice.index, choice.logprobs)
                     delta = choice.delta.content
                     if delta:
                         texts[choice.index] += delta
@@ -342,6 +368,11 @@ class LLMGateway:
             started,
             attempts,
         )
+        if request.logprobs or request.top_logprobs is not None:
+            result.token_logprobs = tokens
+            result.logprobs = [
+                sum(t["logprob"] for t in choice) if choice else None for choice in tokens
+            ]
         self._record("chat", model, {"messages": request.messages, **params}, result)
         return result
 

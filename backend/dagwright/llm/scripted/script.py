@@ -30,6 +30,9 @@ A script is a YAML (``.yaml``/``.yml``) or JSON (``.json``) file. Every field is
             finish_reason: stop  # stop | length | content_filter | tool_calls
             usage: {prompt_tokens: 10, completion_tokens: 3}  # overrides the estimate
             vectors: [[0.1, 0.2]]  # embeddings only: one vector per input, returned as given
+            logprobs: [-0.1, -2.3]  # chat: choice i's log-probability (logprobs[i % len]), sent
+                                    # only when the request asks for logprobs, as token
+                                    # log-probabilities that sum to it; without it: 0.0
             fault: rate_limit    # rate_limit | server_error | hang | malformed | bad_request
             retry_after: 1       # seconds (float allowed) for rate_limit; default 1
             hang_seconds: 600    # for hang: wait this long, then answer normally
@@ -119,6 +122,7 @@ class Reply(_Strict):
     finish_reason: FinishReason = "stop"
     usage: ReplyUsage | None = None
     vectors: list[list[float]] | None = Field(default=None, min_length=1)
+    logprobs: list[float] | None = Field(default=None, min_length=1)
     fault: Fault | None = None
     retry_after: float | None = Field(default=None, ge=0)
     hang_seconds: float = Field(default=600.0, ge=0)
@@ -137,6 +141,10 @@ class Reply(_Strict):
         if "hang_seconds" in self.model_fields_set and self.fault != "hang":
             raise ValueError("hang_seconds applies only to fault: hang")
         return self
+
+    def logprob(self, index: int) -> float:
+        """The scripted log-probability of choice ``index`` (0.0 when none is scripted)."""
+        return self.logprobs[index % len(self.logprobs)] if self.logprobs else 0.0
 
     def choice(self, index: int) -> str:
         """The text of choice ``index`` (of n samples)."""

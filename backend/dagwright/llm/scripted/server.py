@@ -329,7 +329,10 @@ def create_app(
             return outcome
         choices = [outcome.choice(index) for index in range(body.samples)]
         token_usage = _usage(outcome, count_all(texts), count_all(choices))
-        answer = Completion(body.model, choices, outcome.finish_reason)
+        logprobs = None
+        if body.logprobs or body.top_logprobs is not None:
+            logprobs = [outcome.logprob(index) for index in range(body.samples)]
+        answer = Completion(body.model, choices, outcome.finish_reason, logprobs)
         if body.stream:
             return _event_stream(answer.chat_chunks(token_usage if body.include_usage else None))
         return JSONResponse(answer.chat(token_usage))

@@ -83,6 +83,8 @@ class _Generation(_Body):
 
 class ChatRequest(_Generation):
     messages: list[ChatMessage] = Field(min_length=1)
+    logprobs: bool | None = None
+    top_logprobs: int | None = Field(default=None, ge=0, le=20)
 
 
 class CompletionRequest(_Generation):
@@ -118,12 +120,40 @@ def sse(data: dict[str, Any] | str) -> bytes:
 class Completion:
     """The parts every response and chunk of one answer share."""
 
-    def __init__(self, model: str, texts: list[str], finish_reason: str) -> None:
+    def __init__(
+        self,
+        model: str,
+        texts: list[str],
+        finish_reason: str,
+        logprobs: list[float] | None = None,
+    ) -> None:
         self.id = new_id()
         self.created = int(time.time())
         self.model = model
         self.texts = texts
         self.finish_reason = finish_reason
+        # Per choice, the answer's scripted log-probability (None: the request asked for none).
+        self.logprobs = logprobs
+
+    def _token_logprobs(self, index: int, pieces: list[str]) -> dict[str, Any] | None:
+        """Choice ``index``'s pieces as tokens whose log-probabilities sum to its scripted
+        one (spread evenly), in OpenAI's ``logprobs`` shape."""
+        if self.logprobs is None:
+            return None
+        total = self.logprobs[index]
+        share = total / len(pieces) if pieces else 0.0
+        return {
+            "content": [
+                {
+                    "token": piece,
+                    "logprob": share,
+                    "bytes": list(piece.encode()),
+                    "top_logprobs": [],
+                }
+                for piece in pieces
+            ],
+            "refusal": None,
+        }
 
     def _head(self, object_: str) -> dict[str, Any]:
         return {
@@ -140,7 +170,7 @@ class Completion:
             {
                 "index": index,
                 "message": {"role": "assistant", "content": text, "refusal": None},
-                "logprobs": None,
+                "logprobs": self._token_logprobs(index, stream_pieces(text)),
                 "finish_reason": self.finish_reason,
             }
             for index, text in enumerate(self.texts)
@@ -173,14 +203,22 @@ class Completion:
         if token_usage is not None:
             head["usage"] = None
 
-        def chunk(index: int, delta: dict[str, Any], finish: str | None) -> dict[str, Any]:
-            choice = {"index": index, "delta": delta, "logprobs": None, "finish_reason": finish}
+        def chunk(
+            index: int, delta: dict[str, Any], finish: str | None, logprobs: Any = None
+        ) -> dict[str, Any]:
+            choice = {"index": index, "delta": delta, "logprobs": logprobs, "finish_reason": finish}
             return {**head, "choices": [choice]}
 
         for index in range(len(self.texts)):
             yield chunk(index, {"role": "assistant", "content": ""}, None)
+        counts = [len(stream_pieces(text)) for text in self.texts]
         for index, piece in self._pieces():
-            yield chunk(index, {"content": piece}, None)
+            share = None
+            if self.logprobs is not None:
+                share = self._token_logprobs(index, [piece])
+                assert share is not None
+                share["content"][0]["logprob"] = self.logprobs[index] / counts[index]
+            yield chunk(index, {"content": piece}, None, share)
         for index in range(len(self.texts)):
             yield chunk(index, {}, self.finish_reason)
         if token_usage is not None:
