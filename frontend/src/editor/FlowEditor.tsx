@@ -42,6 +42,7 @@ import {
   edgeKey,
   estimatePorts,
   withPolicyPorts,
+  withSubflowPorts,
   flowToGraph,
   graphToFlow,
   isCondition,
@@ -280,9 +281,15 @@ export function FlowEditor(props: Props) {
                         ...n.data,
                         ports: withEdgePorts(
                           id,
-                          withPolicyPorts(
-                            { inputs: ports.inputs, outputs: ports.outputs, branches: isCondition(spec) ? ports.branches : null },
-                            n.data.on_error,
+                          withSubflowPorts(
+                            withPolicyPorts(
+                              { inputs: ports.inputs, outputs: ports.outputs, branches: isCondition(spec) ? ports.branches : null },
+                              n.data.on_error,
+                            ),
+                            n.data.block,
+                            config,
+                            metaRef.current.subflows,
+                            blocks,
                           ),
                           g.edges,
                         ),
@@ -444,7 +451,17 @@ export function FlowEditor(props: Props) {
             if (n.id !== id) return n;
             const spec = blocks.get(n.data.block);
             const ports = needsServerPorts(spec)
-              ? withEdgePorts(id, withPolicyPorts(estimatePorts(spec, config), n.data.on_error), g.edges)
+              ? withEdgePorts(
+                  id,
+                  withSubflowPorts(
+                    withPolicyPorts(estimatePorts(spec, config), n.data.on_error),
+                    n.data.block,
+                    config,
+                    metaRef.current.subflows,
+                    blocks,
+                  ),
+                  g.edges,
+                )
               : n.data.ports;
             return { ...n, data: { ...n.data, config, ports } };
           }),

@@ -167,6 +167,46 @@ export function withPolicyPorts(ports: NodePorts, policy: ErrorPolicy | undefine
   return { ...ports, outputs };
 }
 
+const SUBFLOW_BLOCKS = new Set(["subflow", "map", "repeat"]);
+
+/** A sub-flow node's ports from a sub-flow of the document: its input nodes (but those the
+ *  node fills in itself: map's item and index, repeat's round), as validation derives them.
+ *  An app reference is resolved by the server only: its ports show from the edges. */
+export function withSubflowPorts(
+  ports: NodePorts,
+  block: string,
+  config: Record<string, unknown>,
+  subflows: Record<string, SubFlow> | undefined,
+  blocks: BlockMap,
+): NodePorts {
+  const sub = typeof config.subflow === "string" ? subflows?.[config.subflow] : undefined;
+  if (!SUBFLOW_BLOCKS.has(block) || !sub) return ports;
+  const taken = new Set(ports.inputs.filter((p) => !p.missing).map((p) => p.name));
+  if (block === "map") {
+    taken.add(typeof config.item === "string" ? config.item : "item");
+    if (typeof config.index === "string") taken.add(config.index);
+  }
+  if (block === "repeat" && typeof config.round === "string") taken.add(config.round);
+  const inputs = ports.inputs.filter((p) => !p.missing);
+  for (const node of sub.nodes ?? []) {
+    const spec = blocks.get(node.block);
+    if (spec?.role !== "flow_input") continue;
+    const name = typeof node.config?.name === "string" ? node.config.name : node.id;
+    if (taken.has(name)) continue;
+    taken.add(name);
+    const given = spec.outputs[0];
+    const optional = node.config?.default !== undefined && node.config?.default !== null;
+    inputs.push({
+      name,
+      type: given?.type ?? "Any",
+      schema: given?.schema ?? {},
+      required: !optional && node.config?.required !== false,
+      description: `input '${name}' of sub-flow '${String(config.subflow)}'`,
+    });
+  }
+  return { ...ports, inputs };
+}
+
 function missingPort(name: string): NodePort {
   return { name, type: "Any", schema: {}, required: false, description: "not a port of this block", missing: true };
 }
@@ -177,7 +217,8 @@ function missingPort(name: string): NodePort {
 export function flowToGraph(doc: FlowDocument, blocks: BlockMap): Graph {
   const nodes: EditorNode[] = (doc.nodes ?? []).map((n, index) => {
     const config = { ...(n.config ?? {}) };
-    const ports = withPolicyPorts(estimatePorts(blocks.get(n.block), config), n.on_error);
+    const estimated = withPolicyPorts(estimatePorts(blocks.get(n.block), config), n.on_error);
+    const ports = withSubflowPorts(estimated, n.block, config, doc.subflows, blocks);
     const data: NodeData = { block: n.block, config, ports };
     if (n.label !== undefined) data.label = n.label;
     if (n.timeout !== undefined) data.timeout = n.timeout;

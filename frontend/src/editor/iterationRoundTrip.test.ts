@@ -61,3 +61,27 @@ describe("documents with sub-flows and error policies", () => {
     expect("subflows" in doc).toBe(false);
   });
 });
+
+describe("a sub-flow node's ports", () => {
+  it("are the sub-flow's inputs, but those the node fills in itself", () => {
+    const doc: FlowDocument = {
+      ...classify,
+      subflows: {
+        classify: {
+          nodes: [
+            { id: "question", block: "text_input", config: { name: "question" } },
+            { id: "context", block: "text_input", config: { name: "context" } },
+            { id: "hint", block: "text_input", config: { name: "hint", default: "none" } },
+          ],
+          edges: [],
+        },
+      },
+    };
+    const each = flowToGraph(doc, blocks).nodes.find((n) => n.id === "each");
+    const inputs = each?.data.ports.inputs.filter((p) => !p.missing) ?? [];
+    expect(inputs.map((p) => [p.name, p.type, p.required])).toEqual([
+      ["context", "str", true],
+      ["hint", "str", false],
+    ]);
+  });
+});
