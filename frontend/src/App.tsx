@@ -2,6 +2,7 @@ import { useEffect, useState } from "react";
 import { AppList } from "./apps/AppList";
 import { EditorPage } from "./editor/EditorPage";
 import { TqaPage } from "./tqa/TqaPage";
+import { EvaluationsPage } from "./evaluations/EvaluationsPage";
 import { ADMIN_TOKEN_EVENT, adminToken, setAdminToken } from "./api/http";
 import { useRoute } from "./router";
 import { ErrorBoundary } from "./ui/ErrorBoundary";
@@ -17,6 +18,8 @@ export function App() {
           <EditorPage key={route.slug} slug={route.slug} version={route.version} />
         ) : route.page === "tqa" ? (
           <TqaPage conversationId={route.conversation} />
+        ) : route.page === "evaluations" ? (
+          <EvaluationsPage evaluationId={route.evaluation} />
         ) : (
           <AppList />
         )}

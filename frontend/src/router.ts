@@ -1,4 +1,5 @@
-// Hash routing (#/, #/apps/<slug>, #/apps/<slug>/v/<number>, #/tqa, #/tqa/<conversation id>):
+// Hash routing (#/, #/apps/<slug>, #/apps/<slug>/v/<number>, #/tqa, #/tqa/<conversation id>,
+// #/evaluations, #/evaluations/<id>):
 // the server serves index.html at / only, and a reload keeps the route. A leave guard (unsaved
 // work) is asked before any in-app navigation, including the browser's back button.
 
@@ -7,10 +8,13 @@ import { useEffect, useState } from "react";
 export type Route =
   | { page: "apps" }
   | { page: "editor"; slug: string; version: number | null }
-  | { page: "tqa"; conversation: string | null };
+  | { page: "tqa"; conversation: string | null }
+  | { page: "evaluations"; evaluation: string | null };
 
 export function parseRoute(hash: string): Route {
   const path = hash.replace(/^#/, "");
+  const v = /^\/evaluations(?:\/([^/?]+))?\/?$/.exec(path);
+  if (v) return { page: "evaluations", evaluation: v[1] ? decodeURIComponent(v[1]) : null };
   const t = /^\/tqa(?:\/([^/?]+))?\/?$/.exec(path);
   if (t) return { page: "tqa", conversation: t[1] ? decodeURIComponent(t[1]) : null };
   const m = /^\/apps\/([^/?]+)(?:\/v\/(\d+))?\/?$/.exec(path);
@@ -21,6 +25,7 @@ export function parseRoute(hash: string): Route {
 export function routeHash(route: Route): string {
   if (route.page === "apps") return "#/";
   if (route.page === "tqa") return route.conversation ? `#/tqa/${encodeURIComponent(route.conversation)}` : "#/tqa";
+  if (route.page === "evaluations") return route.evaluation ? `#/evaluations/${encodeURIComponent(route.evaluation)}` : "#/evaluations";
   return `#/apps/${encodeURIComponent(route.slug)}${route.version ? `/v/${route.version}` : ""}`;
 }
 

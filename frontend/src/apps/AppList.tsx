@@ -114,6 +114,9 @@ export function AppList() {
         <a className="btn" href="#/tqa" data-testid="nav-tqa" title="Ask questions over the data sources' tables (AutoTQA)">
           Ask your tables
         </a>
+        <a className="btn" href="#/evaluations" data-testid="nav-evaluations" title="Datasets, evaluations, reports">
+          Evaluations
+        </a>
         <button className="btn" data-testid="import-app" onClick={() => fileRef.current?.click()}>
           Import…
         </button>

@@ -1,0 +1,40 @@
+// The evaluation calls, through the editor's one fetch wrapper.
+
+import { request } from "../api/http";
+import type { Comparison, DatasetSummary, EvaluationRecord, Report, StartBody } from "./types";
+
+const V = "/api/v1";
+const e = encodeURIComponent;
+
+export const evalApi = {
+  datasets: () => request<DatasetSummary[]>("GET", `${V}/datasets`),
+  importDataset: (body: { name: string; kind: string; path: string; split: string }) =>
+    request<DatasetSummary>("POST", `${V}/datasets`, body),
+  evaluations: () => request<EvaluationRecord[]>("GET", `${V}/evaluations?limit=100`),
+  evaluation: (id: string) => request<EvaluationRecord>("GET", `${V}/evaluations/${e(id)}`),
+  start: (body: StartBody) => request<EvaluationRecord>("POST", `${V}/evaluations`, startPayload(body)),
+  cancel: (id: string) => request<unknown>("POST", `${V}/evaluations/${e(id)}/cancel`),
+  report: (id: string) => request<Report>("GET", `${V}/evaluations/${e(id)}/report`),
+  compare: (a: string, b: string) => request<Comparison>("GET", `${V}/evaluations/compare?a=${e(a)}&b=${e(b)}`),
+};
+
+/** The request's body as the server wants it: empty optional fields left out. */
+export function startPayload(body: StartBody): Record<string, unknown> {
+  const out: Record<string, unknown> = {
+    app: body.app.trim(),
+    dataset: body.dataset,
+    split: body.split || "dev",
+    concurrency: body.concurrency,
+  };
+  if (body.version?.trim()) out.version = body.version.trim();
+  if (body.limit) out.limit = body.limit;
+  return out;
+}
+
+/** The score an evaluation is known by (its metric's primary aggregate), or null. */
+export function primaryScore(record: EvaluationRecord): number | null {
+  const aggregate = record.aggregate;
+  if (!aggregate) return null;
+  const value = aggregate[String(aggregate.primary)];
+  return typeof value === "number" ? value : null;
+}
