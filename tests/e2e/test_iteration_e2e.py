@@ -1,6 +1,7 @@
 """The iteration strip in the browser: the classify example (a map over a sub-flow) saved as
 an app, debug-run against the scripted model; the map node's inspector shows one strip
-entry per question, and clicking one opens that question's nodes with their outputs."""
+entry per question, and clicking one opens that question's nodes with their outputs; the
+sub-flow opens from the Flow tab as a group."""
 
 from __future__ import annotations
 
@@ -47,3 +48,13 @@ def test_map_iterations_in_the_debug_panel(page: Page, server: LiveServer) -> No
     ask.locator("summary").click()
     expect(ask).to_contain_text("scripted model")
     expect(page.get_by_test_id("iteration-nodes")).to_contain_text("How many employees")
+
+    # The sub-flow itself opens from the Flow tab as a group of its nodes.
+    page.get_by_test_id("tab-flow").click()
+    expect(page.get_by_test_id("subflow-classify")).to_contain_text("takes question")
+    page.get_by_test_id("open-subflow-classify").click()
+    viewer = page.get_by_test_id("subflow-viewer")
+    expect(viewer.locator(".react-flow__node")).to_have_count(3)
+    expect(viewer).to_contain_text("ask · chat")
+    page.get_by_test_id("close-subflow").click()
+    expect(viewer).to_have_count(0)

@@ -19,6 +19,7 @@ import {
 } from "@xyflow/react";
 import { type DragEvent, useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { DebugPanel } from "../debug/DebugPanel";
+import { SubflowList } from "./SubflowView";
 import { api } from "../api/client";
 import { ApiError } from "../api/http";
 import type { AppOut, BlockSpec, ErrorPolicy, FlowDocument, NodeRunState, Problem, VersionDiff, VersionOut } from "../api/types";
@@ -998,6 +999,7 @@ export function FlowEditor(props: Props) {
                   <p className="muted small">
                     {graph.nodes.length} nodes, {graph.edges.length} edges.
                   </p>
+                  {meta.subflows && <SubflowList subflows={meta.subflows} blocks={blocks} />}
                   <button className="btn btn-small" onClick={props.refreshSecrets}>
                     Reload secret names
                   </button>
