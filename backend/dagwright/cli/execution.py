@@ -22,7 +22,7 @@ from dagwright.tabular import TableAccess
 
 
 def uses_models(plan: CompiledFlow) -> bool:
-    return any(node.spec.category == "llm" for node in plan.nodes)
+    return any(node.spec.category == "llm" for node in plan.every_node())
 
 
 async def _execute(
