@@ -11,6 +11,7 @@ from sqlalchemy import Engine
 
 from dagwright.api.auth import RateLimiter
 from dagwright.api.settings import ServerSettings
+from dagwright.data.isolation import log_isolation
 from dagwright.embedding.embedders import CachedEmbedder, make_embedder
 from dagwright.embedding.service import ExampleStore
 from dagwright.invocation import AppInvoker
@@ -59,6 +60,7 @@ async def services(request: Request) -> Services:
 async def serving(app: FastAPI, settings: ServerSettings) -> AsyncIterator[None]:
     """FastAPI lifespan: open the database (migrating it), the model gateway and the run
     writer; mark runs a crash left running as interrupted; undo it all at shut-down."""
+    log_isolation()  # which isolation python_on_tables gets (docs/security-sandbox.md)
     async with AsyncExitStack() as stack:
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         engine = make_engine(settings.database_url or database_url(settings.data_dir))

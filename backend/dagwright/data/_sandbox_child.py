@@ -1,19 +1,28 @@
-"""The child side of `dagwright.data.sandbox`: run as a script (`python -I <this file> SCRATCH`),
-never imported. It reads its job from SCRATCH/job.json, shuts itself in, loads the input
-tables, runs the user's code and writes the outcome back into SCRATCH.
+"""The child side of `dagwright.data.sandbox`: run as a script
+(`python -I <this file> JOB SCRATCH`), never imported. It reads its job from JOB/job.json,
+shuts itself in, loads the input tables from JOB, runs the user's code with SCRATCH as its
+current, home and temporary folder, and writes the outcome to the descriptors the parent
+handed over (status, result; stdout and stderr are descriptors too).
 
 It imports nothing of dagwright on purpose: the user's code runs in this process, and the less
-it finds loaded the less it can reach. The layers, outermost first:
+it finds loaded the less it can reach. Normally it runs under bubblewrap (namespaces, a file
+system holding only the Python runtime, JOB read-only and SCRATCH as a size-limited tmpfs; see
+`dagwright.data.isolation`), as the init of its PID namespace. Its own layers, outermost first:
 
-- resource limits (CPU seconds, address space, file size, no core dumps);
-- a network namespace of its own with no interfaces (`unshare(CLONE_NEWNET)`) when permitted;
+- resource limits (CPU seconds, address space, file size, open files, no core dumps; under
+  bubblewrap and for a server not running as root, tasks too: RLIMIT_NPROC counts per user
+  namespace);
+- without bubblewrap only: a network namespace of its own with no interfaces, when permitted;
 - Landlock (a Linux security module any process may use on itself): reads only below the
-  Python installation, the system libraries and the scratch folder, writes only in the scratch
-  folder, no `execve` at all, no TCP bind/connect, no signals to processes outside;
+  Python installation, the system libraries, JOB and SCRATCH, writes only in SCRATCH, no
+  `execve` at all, no TCP bind/connect, no abstract Unix sockets or signals outside;
+- seccomp: no new processes (fork, vfork, clone without CLONE_THREAD, clone3 answered ENOSYS
+  so that threads fall back to clone), no namespaces, mounts, ptrace, bpf, io_uring, keyrings,
+  userfaultfd or perf events; a system call of another architecture kills the process;
 - an audit hook (PEP 578) that refuses the same things at the Python level with a clear
   message, and process creation, sockets and ctypes besides.
 
-The kernel layers are applied while the process is still single-threaded: both are inherited
+The kernel layers are applied while the process is still single-threaded: all are inherited
 by threads created later but never imposed on threads that already exist.
 """
 
@@ -102,26 +111,40 @@ _WRITE_PATHS = {
     "shutil.rmtree": (0,),
 }
 _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
+_MAX_FILES = 256  # open descriptors
 
 
 def main() -> None:
-    scratch = os.path.realpath(sys.argv[1])
-    # `python -I script` puts the script's folder (dagwright/data) first on sys.path, which
-    # would let the user's code import the data layer's modules by their bare names.
+    job_dir = os.path.realpath(sys.argv[1])
+    scratch = os.path.realpath(sys.argv[2])
+    # `python -I script` puts the script's folder first on sys.path, which would let the
+    # user's code import the data layer's modules by their bare names.
     sys.path = [p for p in sys.path if p != os.path.dirname(os.path.abspath(__file__))]
-    with open(os.path.join(scratch, "job.json"), encoding="utf-8") as handle:
+    with open(os.path.join(job_dir, "job.json"), encoding="utf-8") as handle:
         job = json.load(handle)
     limits = job["limits"]
+    status_fd, result_fd = job["fds"]["status"], job["fds"]["result"]
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     size = limits["memory_mb"] * 1024 * 1024  # a file larger than memory is of no use here
     resource.setrlimit(resource.RLIMIT_FSIZE, (size, size))
-    read_roots = _read_roots(scratch)
+    resource.setrlimit(resource.RLIMIT_NOFILE, (_MAX_FILES, _MAX_FILES))
+    if job["nproc"]:  # counted in this user namespace: this process, its threads, children
+        resource.setrlimit(resource.RLIMIT_NPROC, (limits["max_tasks"], limits["max_tasks"]))
+    isolation = []
+    if job["bwrap"] and _mount_scratch(scratch, limits["scratch_mb"], limits["scratch_files"]):
+        isolation.append("scratch_file_quota")
+    isolation.append("rlimits")
+    if not job["bwrap"] and _isolate_network():
+        isolation.append("network_namespace")
+    if not _drop_capabilities():
+        _fail(status_fd, "the sandbox could not drop its capabilities: no code is run")
+        return
+    read_roots = _read_roots(job_dir, scratch)
     # Opened before Landlock closes /proc: the address-space limit is set after the imports.
     statm = os.open("/proc/self/statm", os.O_RDONLY | os.O_CLOEXEC)
-    isolation = ["rlimits"]
-    if _isolate_network():
-        isolation.append("network_namespace")
     abi = _landlock(scratch, read_roots)
+    if job["forbid_new_processes"] and _seccomp():
+        isolation.append("seccomp")
     if abi:
         isolation.append(f"landlock_abi_{abi}")
     isolation.append("audit_hook")
@@ -133,7 +156,10 @@ def main() -> None:
     # Limits count from here: the imports above are the sandbox's cost, not the user's.
     usage = resource.getrusage(resource.RUSAGE_SELF)
     cpu = math.ceil(usage.ru_utime + usage.ru_stime) + limits["cpu_s"]
-    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+    # As the init of its PID namespace (under bwrap) this process never gets the soft limit's
+    # SIGXCPU (the kernel drops default-action signals to an init): the hard limit's SIGKILL
+    # is what stops it, so it comes at the same second.
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu if job["bwrap"] else cpu + 1))
     memory = _virtual_size(statm) + size
     os.close(statm)
     resource.setrlimit(resource.RLIMIT_AS, (memory, memory))
@@ -143,7 +169,7 @@ def main() -> None:
     sys.stdout = sys.stderr = stdout
     try:
         frames = {
-            name: pq.read_table(os.path.join(scratch, file)).to_pandas()
+            name: pq.read_table(os.path.join(job_dir, file)).to_pandas()
             for name, file in job["tables"].items()
         }
         namespace: dict[str, Any] = {"__name__": "__sandbox__", "pd": pd, "np": np}
@@ -156,7 +182,7 @@ def main() -> None:
         compiled = compile(code, USER_FILE, "exec")
         sys.addaudithook(_make_hook(scratch, read_roots))
         exec(compiled, namespace)
-        status.update(_write_result(namespace.get("result"), scratch, limits, pd))
+        status.update(_write_result(namespace.get("result"), result_fd, limits, pd))
         status["ok"] = True
     except MemoryError as error:
         status.update(ok=False, kind="memory", message=_describe(error))
@@ -164,8 +190,14 @@ def main() -> None:
         status.update(ok=False, kind="failed", message=_describe(error))
         status["traceback"] = _user_traceback(error)
     stdout.flush()
-    with open(os.path.join(scratch, "status.json"), "w", encoding="utf-8") as handle:
+    with open(status_fd, "w", encoding="utf-8", closefd=False) as handle:
         json.dump(status, handle)
+
+
+def _fail(status_fd: int, message: str) -> None:
+    """The sandbox itself failed (not the user's code): the parent says it is unavailable."""
+    with open(status_fd, "w", encoding="utf-8", closefd=False) as handle:
+        json.dump({"ok": False, "kind": "sandbox", "message": message, "isolation": []}, handle)
 
 
 class _CappedWriter(io.TextIOBase):
@@ -200,11 +232,11 @@ class _CappedWriter(io.TextIOBase):
         self.target.flush()
 
 
-def _read_roots(scratch: str) -> tuple[str, ...]:
+def _read_roots(job_dir: str, scratch: str) -> tuple[str, ...]:
     paths = sysconfig.get_paths()
     candidates = [paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib")]
     candidates += [p for p in sys.path if os.path.isdir(p)]
-    candidates += [scratch, *_SYSTEM_READ]
+    candidates += [job_dir, scratch, *_SYSTEM_READ]
     roots = {os.path.realpath(p) for p in candidates if os.path.exists(p)}
     return tuple(sorted(roots))
 
@@ -243,6 +275,58 @@ def _make_hook(scratch: str, read_roots: tuple[str, ...]) -> Callable[[str, tupl
     return hook
 
 
+# Flags and commands (linux/sched.h, linux/mount.h, linux/prctl.h, linux/capability.h).
+_CLONE_NEWNS = 0x00020000
+_MS_NOSUID, _MS_NODEV, _MS_NOEXEC = 2, 4, 8
+_PR_CAPBSET_DROP, _PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL = 24, 47, 4
+_CAPABILITY_VERSION_3 = 0x20080522
+
+
+def _mount_scratch(scratch: str, megabytes: int, files: int) -> bool:
+    """Over bwrap's scratch tmpfs (which caps bytes only), one that caps bytes and files:
+    each file costs kernel memory that no byte quota counts. bwrap gave this process
+    CAP_SYS_ADMIN in its innermost user namespace for this alone: it may not touch bwrap's
+    mount namespace, so the mount is made in a new one, where every mount it inherits is
+    locked (read-only stays read-only). The capabilities are dropped right after."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    if libc.unshare(_CLONE_NEWNS) != 0:
+        return False
+    options = f"size={megabytes * 1024 * 1024},nr_inodes={files},mode=0700".encode()
+    flags = _MS_NOSUID | _MS_NODEV | _MS_NOEXEC
+    if libc.mount(b"tmpfs", os.fsencode(scratch), b"tmpfs", flags, options) != 0:
+        return False
+    os.chdir(scratch)  # the current folder was the covered tmpfs
+    return True
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = (("version", ctypes.c_uint32), ("pid", ctypes.c_int))
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = (
+        ("effective", ctypes.c_uint32),
+        ("permitted", ctypes.c_uint32),
+        ("inheritable", ctypes.c_uint32),
+    )
+
+
+def _drop_capabilities() -> bool:
+    """No capability left in any set (bounding and ambient included), checked in
+    /proc/self/status: False when any remains. Under bwrap only those bwrap granted for the
+    scratch mount are there; without bwrap, a server running as root would hand root's."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    for capability in range(64):  # those the kernel does not know fail, harmlessly
+        libc.prctl(_PR_CAPBSET_DROP, capability, 0, 0, 0)
+    libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+    header = _CapHeader(_CAPABILITY_VERSION_3, 0)
+    if libc.capset(ctypes.byref(header), ctypes.byref((_CapData * 2)())) != 0:
+        return False
+    with open("/proc/self/status", encoding="ascii") as handle:
+        sets = [line.split()[1] for line in handle if line.startswith("Cap")]
+    return len(sets) == 5 and all(int(value, 16) == 0 for value in sets)
+
+
 def _isolate_network() -> bool:
     """A network namespace of its own: only a loopback that is down, so nothing to connect to.
     Root may create one directly; others only together with a user namespace, if allowed."""
@@ -251,6 +335,152 @@ def _isolate_network() -> bool:
     if libc.unshare(clone_newnet) == 0:
         return True
     return bool(libc.unshare(clone_newnet | clone_newuser) == 0)
+
+
+# seccomp (linux/seccomp.h, linux/filter.h): a classic BPF program over struct seccomp_data
+# {int nr; u32 arch; u64 instruction_pointer; u64 args[6]}.
+_SECCOMP_ARCH = {
+    # machine: (AUDIT_ARCH_*, the refused calls' numbers, clone, clone3, x32 bit or 0)
+    "x86_64": (
+        0xC000003E,
+        {
+            "fork": 57,
+            "vfork": 58,
+            "unshare": 272,
+            "setns": 308,
+            "mount": 165,
+            "umount2": 166,
+            "pivot_root": 155,
+            "ptrace": 101,
+            "process_vm_readv": 310,
+            "process_vm_writev": 311,
+            "bpf": 321,
+            "userfaultfd": 323,
+            "perf_event_open": 298,
+            "add_key": 248,
+            "request_key": 249,
+            "keyctl": 250,
+        },
+        56,
+        435,
+        0x40000000,
+    ),
+    "aarch64": (
+        0xC00000B7,
+        {
+            "unshare": 97,
+            "setns": 268,
+            "mount": 40,
+            "umount2": 39,
+            "pivot_root": 41,
+            "ptrace": 117,
+            "process_vm_readv": 270,
+            "process_vm_writev": 271,
+            "bpf": 280,
+            "userfaultfd": 282,
+            "perf_event_open": 241,
+            "add_key": 217,
+            "request_key": 218,
+            "keyctl": 219,
+        },
+        220,
+        435,
+        0,
+    ),
+}
+# The same numbers on every architecture: io_uring and the new mount API.
+_SECCOMP_COMMON = {
+    "io_uring_setup": 425,
+    "io_uring_enter": 426,
+    "io_uring_register": 427,
+    "open_tree": 428,
+    "move_mount": 429,
+    "fsopen": 430,
+    "fsconfig": 431,
+    "fsmount": 432,
+    "fspick": 433,
+    "mount_setattr": 442,
+}
+_CLONE_THREAD = 0x00010000
+_CLONE_NAMESPACES = 0x7E020080  # NEWNS, NEWCGROUP, NEWUTS, NEWIPC, NEWUSER, NEWPID, NEWNET, NEWTIME
+_RET_ALLOW, _RET_KILL_PROCESS, _RET_ERRNO = 0x7FFF0000, 0x80000000, 0x00050000
+_EPERM, _ENOSYS = 1, 38
+
+
+class _SockFilter(ctypes.Structure):
+    _fields_ = (
+        ("code", ctypes.c_uint16),
+        ("jt", ctypes.c_uint8),
+        ("jf", ctypes.c_uint8),
+        ("k", ctypes.c_uint32),
+    )
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = (("len", ctypes.c_ushort), ("filter", ctypes.POINTER(_SockFilter)))
+
+
+def _seccomp_program(machine: str) -> list[tuple[int, int, int, int]] | None:
+    """The filter as (code, jt, jf, k), or None for an architecture without a table here.
+    Jumps name labels while the program is built and become offsets at the end."""
+    if machine not in _SECCOMP_ARCH:
+        return None
+    arch, refused, clone, clone3, x32 = _SECCOMP_ARCH[machine]
+    load, jeq, jge, jset, ret = 0x20, 0x15, 0x35, 0x45, 0x06
+    program: list[tuple[Any, Any, Any, int]] = [  # a label: (name, None, None, 0)
+        (load, 0, 0, 4),  # arch
+        (jeq, "nr", "kill", arch),
+        ("nr", None, None, 0),
+        (load, 0, 0, 0),  # the call's number
+    ]
+    if x32:
+        program.append((jge, "deny", 0, x32))
+    for number in sorted({*refused.values(), *_SECCOMP_COMMON.values()}):
+        program.append((jeq, "deny", 0, number))
+    program += [
+        (jeq, "enosys", 0, clone3),
+        (jeq, "clone", 0, clone),
+        (ret, 0, 0, _RET_ALLOW),
+        ("clone", None, None, 0),
+        (load, 0, 0, 16),  # args[0], its low half: the flags
+        (jset, "deny", 0, _CLONE_NAMESPACES),
+        (jset, "allow", "deny", _CLONE_THREAD),
+        ("allow", None, None, 0),
+        (ret, 0, 0, _RET_ALLOW),
+        ("deny", None, None, 0),
+        (ret, 0, 0, _RET_ERRNO | _EPERM),
+        ("enosys", None, None, 0),
+        (ret, 0, 0, _RET_ERRNO | _ENOSYS),
+        ("kill", None, None, 0),
+        (ret, 0, 0, _RET_KILL_PROCESS),
+    ]
+    labels: dict[str, int] = {}
+    code: list[tuple[int, Any, Any, int]] = []
+    for entry in program:
+        if isinstance(entry[0], str):
+            labels[entry[0]] = len(code)
+        else:
+            code.append(entry)
+
+    def offset(target: Any, at: int) -> int:
+        return labels[target] - at - 1 if isinstance(target, str) else int(target)
+
+    return [(c, offset(jt, i), offset(jf, i), k) for i, (c, jt, jf, k) in enumerate(code)]
+
+
+def _seccomp() -> bool:
+    """Installs the filter for good (this thread and every later one). False when this
+    architecture has no table here or the kernel refuses."""
+    program = _seccomp_program(os.uname().machine)
+    if program is None:
+        return False
+    filters = (_SockFilter * len(program))(*[_SockFilter(*entry) for entry in program])
+    fprog = _SockFprog(len(program), filters)
+    libc = ctypes.CDLL(None, use_errno=True)
+    pr_set_no_new_privs, pr_set_seccomp, seccomp_mode_filter = 38, 22, 2
+    if libc.prctl(pr_set_no_new_privs, 1, 0, 0, 0) != 0:
+        return False
+    return bool(libc.prctl(pr_set_seccomp, seccomp_mode_filter, ctypes.byref(fprog), 0, 0) == 0)
 
 
 # Landlock (linux/landlock.h). The syscall numbers are the same on every architecture.
@@ -325,7 +555,7 @@ def _virtual_size(statm: int) -> int:
     return pages * os.sysconf("SC_PAGE_SIZE")
 
 
-def _write_result(value: Any, scratch: str, limits: dict[str, int], pd: Any) -> dict[str, Any]:
+def _write_result(value: Any, result_fd: int, limits: dict[str, int], pd: Any) -> dict[str, Any]:
     """Writes the value of `result`: a DataFrame or Series as Parquet (cut to max_output_rows),
     anything else as JSON. Returns what the parent needs to know about it."""
     import pyarrow as pa
@@ -342,12 +572,14 @@ def _write_result(value: Any, scratch: str, limits: dict[str, int], pd: Any) -> 
             frame = frame.reset_index()
         frame.columns = [_column_name(c) for c in frame.columns]
         table = pa.Table.from_pandas(frame, preserve_index=False)
-        pq.write_table(table.replace_schema_metadata(None), os.path.join(scratch, "result.parquet"))
+        with open(result_fd, "wb", closefd=False) as handle:
+            pq.write_table(table.replace_schema_metadata(None), handle)
         return {"result": "table", "truncated": truncated, "rows": len(value)}
     if value is None:
         return {"result": "none", "truncated": False}
-    with open(os.path.join(scratch, "result.json"), "w", encoding="utf-8") as handle:
-        json.dump(_to_json(value, pd), handle, allow_nan=False)
+    text = json.dumps(_to_json(value, pd), allow_nan=False)
+    with open(result_fd, "w", encoding="utf-8", closefd=False) as handle:
+        handle.write(text)
     return {"result": "json", "truncated": False}
 
 
