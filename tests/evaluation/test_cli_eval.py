@@ -5,6 +5,8 @@ configured, so dagwright's scripted model answers (scripted answers, not a model
 from __future__ import annotations
 
 import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -35,6 +37,20 @@ def _invoke(*args: str) -> str:
     result = runner.invoke(eval_app, list(args))
     assert result.exit_code == 0, result.output
     return result.output
+
+
+def _run(*args: str) -> str:
+    """`eval run` in a process of its own: it starts a scripted model server, whose logging
+    must not outlive CliRunner's captured streams."""
+    done = subprocess.run(
+        [sys.executable, "-c", "from dagwright.cli.eval import eval_app; eval_app()", "run", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    return done.stdout
 
 
 def _json_tail(output: str) -> Any:
@@ -68,14 +84,10 @@ def test_run_record_replay_compare_gate_feedback(data_dir: Path, tmp_path: Path)
     engine.dispose()
 
     recording = tmp_path / "answers.jsonl"
-    first = _json_tail(
-        _invoke("run", "asker", "--dataset", "qa", "--record", str(recording), "--json")
-    )
+    first = _json_tail(_run("asker", "--dataset", "qa", "--record", str(recording), "--json"))
     assert recording.read_text().count("\n") >= 4  # every model exchange recorded
     again = _json_tail(
-        _invoke(
-            "run", "asker@1", "--dataset", "qa", "--replay", str(recording), "--fresh", "--json"
-        )
+        _run("asker@1", "--dataset", "qa", "--replay", str(recording), "--fresh", "--json")
     )
     a, b = first["evaluation"], again["evaluation"]
     assert a["id"] != b["id"]

@@ -11,7 +11,7 @@ import asyncio
 import json
 import os
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import ExitStack, asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
@@ -135,9 +135,12 @@ class Local:
 
 
 @asynccontextmanager
-async def _local(record: Path | None = None, replay: Path | None = None) -> AsyncIterator[Local]:
+async def _local(
+    record: Path | None = None, replay: Path | None = None, *, models: bool = False
+) -> AsyncIterator[Local]:
     """The services `dagwright serve` would use (same data directory, database, sources,
-    model providers), for the time of one command."""
+    model providers), for the time of one command. The model gateway (and the scripted model
+    server standing in when no provider is configured) only for commands that run apps."""
     from dagwright.embedding.embedders import CachedEmbedder, make_embedder
     from dagwright.embedding.service import ExampleStore
     from dagwright.invocation import AppInvoker
@@ -158,15 +161,18 @@ async def _local(record: Path | None = None, replay: Path | None = None) -> Asyn
     from dagwright.store.db import data_directory, database_url, make_engine, migrate
     from dagwright.tabular import TableAccess
 
-    with ExitStack() as stack:
+    async with AsyncExitStack() as stack:
         folder = data_directory()
         engine = make_engine(os.environ.get("DAGWRIGHT_DATABASE_URL") or database_url(folder))
         stack.callback(engine.dispose)
         migrate(engine)
         secrets = DatabaseSecrets(engine, master_key_from(folder))
-        gateway = stack.enter_context(
-            model_access(record=record, replay=replay, secrets=secrets, notice=_note)
-        )
+        gateway = None
+        if models:
+            gateway = stack.enter_context(
+                model_access(record=record, replay=replay, secrets=secrets, notice=_note)
+            )
+            stack.push_async_callback(gateway.aclose)
         examples = ExampleStore.from_environment(
             folder, lambda spec: CachedEmbedder(make_embedder(spec, gateway)), lazy=True
         )
@@ -175,12 +181,9 @@ async def _local(record: Path | None = None, replay: Path | None = None) -> Asyn
             engine, secrets, file_sources=sources_from_settings_file(), demo_folder=folder / "demo"
         )
         stack.callback(data.close)
-        services: dict[type, object] = {
-            Secrets: secrets,
-            LLMGateway: gateway,
-            ExampleStore: examples,
-            TableAccess: data,
-        }
+        services: dict[type, object] = {Secrets: secrets, ExampleStore: examples, TableAccess: data}
+        if gateway is not None:
+            services[LLMGateway] = gateway
         apps = AppService(engine, Registry.default())
         runs = RunService(engine, Executor(ExecutorOptions(services=services)), "cli-eval")
         services[AppInvoker] = InProcessInvoker(apps, runs)
@@ -195,7 +198,6 @@ async def _local(record: Path | None = None, replay: Path | None = None) -> Asyn
             )
         finally:
             await runs.close()
-            await gateway.aclose()
 
 
 def _note(message: str) -> None:
@@ -203,10 +205,14 @@ def _note(message: str) -> None:
 
 
 def _with(
-    work: Callable[[Local], Awaitable[T]], record: Path | None = None, replay: Path | None = None
+    work: Callable[[Local], Awaitable[T]],
+    record: Path | None = None,
+    replay: Path | None = None,
+    *,
+    models: bool = False,
 ) -> T:
     async def main() -> T:
-        async with _local(record, replay) as local:
+        async with _local(record, replay, models=models) as local:
             return await work(local)
 
     try:
@@ -359,7 +365,7 @@ def run(
         typer.echo("", err=True)
         return local.evaluations.report(row.id)
 
-    report = _with(work, record, replay)
+    report = _with(work, record, replay, models=True)
     _print_report(report, as_json)
 
 

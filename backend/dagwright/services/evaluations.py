@@ -11,6 +11,7 @@ an output holding `{"answer": ...}` gives that answer.
 
 from __future__ import annotations
 
+import asyncio
 import builtins
 import time
 from collections.abc import Callable, Mapping
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
     from dagwright.runtime import CompiledFlow
     from dagwright.services.apps import AppService
     from dagwright.services.runs import RunService
+    from dagwright.store.models import Version
 
 EXAMPLE_FIELDS = ("question", "table", "tables", "db_id", "id")
 DEFAULT_PREDICTED_DIALECT = "duckdb"  # the SQL apps write runs on the DuckDB engine
@@ -253,23 +255,16 @@ class EvaluationService:
         concurrency: int = 4,
         on_progress: Callable[[Progress], None] | None = None,
     ) -> Evaluation:
-        """Runs the examples without a result, then scores them all."""
-        row = self.get(evaluation_id)
-        if row.status == "completed":
-            raise ConflictError(f"evaluation {row.id} is complete", "evaluation_complete")
-        if row.app_id is None or row.version_id is None:
-            raise ConflictError(f"evaluation {row.id} has no app version to run")
-        version = self._apps.get_version(row.app_id, row.version_id)
+        """Runs the examples without a result, then scores them all. The database reads and
+        the scoring (Spider's runs queries) go to a thread: a server's loop keeps answering."""
+        row, version, examples, done = await asyncio.to_thread(self._prepare_run, evaluation_id)
         target = AppTarget(
             self._runs,
             self._apps.compiled(version),
-            row.app_id,
-            row.version_id,
+            version.app_id,
+            version.id,
             row.settings.get("output"),
         )
-        self._set_status(row.id, "running")
-        examples = self._examples(row)
-        done = self.done_ids(row.id)
         mapping: dict[str, str] = row.settings["inputs"]
         todo = [e for e in examples if e.example_id not in done]
         tasks = (
@@ -288,7 +283,19 @@ class EvaluationService:
         except BaseException:
             self._set_status(row.id, "interrupted")
             raise
-        return self.score(row.id)
+        return await asyncio.to_thread(self.score, row.id)
+
+    def _prepare_run(
+        self, evaluation_id: str
+    ) -> tuple[Evaluation, Version, builtins.list[EvalExample], set[str]]:
+        row = self.get(evaluation_id)
+        if row.status == "completed":
+            raise ConflictError(f"evaluation {row.id} is complete", "evaluation_complete")
+        if row.app_id is None or row.version_id is None:
+            raise ConflictError(f"evaluation {row.id} has no app version to run")
+        version = self._apps.get_version(row.app_id, row.version_id)
+        self._set_status(row.id, "running")
+        return row, version, self._examples(row), self.done_ids(row.id)
 
     def _set_status(self, evaluation_id: str, status: str) -> None:
         with self._db.begin() as connection:
