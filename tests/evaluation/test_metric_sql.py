@@ -3,6 +3,7 @@ run on a fixture database built from the Spider pack's DDL + CSV."""
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -79,3 +80,13 @@ def test_bird_compares_sets_and_ves(databases: DatabaseRoot) -> None:
     assert "time_ratio" in report.examples[0].detail
     spider = SpiderExecution(databases, keep_distinct=True).score(items)
     assert [e.correct for e in spider.examples] == [False, False]  # bags: they differ
+
+
+def test_a_query_past_the_time_limit_is_interrupted_and_wrong(databases: DatabaseRoot) -> None:
+    slow = "WITH RECURSIVE n(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM n) SELECT max(i) FROM n"
+    database = databases("activity_1")
+    database.timeout_s = 0.2
+    with pytest.raises(sqlite3.OperationalError, match="interrupted"):
+        database.execute(slow)
+    quick = SpiderExecution(lambda _: database)
+    assert not quick.judge("SELECT COUNT(*) FROM `Faculty`", slow, "activity_1")[0]

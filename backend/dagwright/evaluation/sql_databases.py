@@ -14,6 +14,7 @@ import csv
 import hashlib
 import sqlite3
 import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -90,12 +91,18 @@ def _load_csv(connection: sqlite3.Connection, table: str, path: Path) -> None:
         connection.executemany(f'INSERT INTO "{table}" ({columns}) VALUES ({marks})', values)
 
 
+# The evaluators' limits on one query (Spider's TIMEOUT, BIRD's 30 s meta_time_out are of
+# the same order): a query still running then is interrupted, which makes a prediction wrong.
+QUERY_TIMEOUT_S = 60.0
+
+
 @dataclass(slots=True)
 class SqliteDatabase:
     """One database file, opened read-only per query (queries may come from many threads)."""
 
     path: Path
     dialect: str = "sqlite"
+    timeout_s: float = QUERY_TIMEOUT_S
 
     def execute(self, sql: str) -> list[tuple[Any, ...]]:
         if self.dialect != "sqlite":
@@ -103,6 +110,9 @@ class SqliteDatabase:
         connection = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True)
         # As the Spider evaluator: bytes that are not UTF-8 are dropped, not an error.
         connection.text_factory = lambda b: b.decode(errors="ignore")
+        deadline = time.monotonic() + self.timeout_s
+        # Asked every 10,000 SQLite instructions; a true answer interrupts the query.
+        connection.set_progress_handler(lambda: time.monotonic() > deadline, 10_000)
         try:
             return connection.execute(sql).fetchall()
         finally:
