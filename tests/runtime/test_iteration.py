@@ -391,3 +391,9 @@ async def test_app_references_run_as_nested_spans_and_recursion_hits_the_depth_l
     assert result.error is not None
     assert result.error.code == "subflow_depth"
     assert "limit is 16" in result.error.message
+
+
+async def test_map_over_an_empty_list_runs_nothing() -> None:
+    result = await Executor().run(map_flow(INC, output="y"), {"xs": []})
+    assert result.outputs == {"ys": [], "failed": []}
+    assert not any(isinstance(e, IterationStarted) for e in result.events)
