@@ -24,11 +24,6 @@ CASES = json.loads(
 FLOWS = ROOT / "flows" / "methods" / "chain_of_table"
 
 
-@pytest.fixture(scope="module")
-def registry() -> Registry:
-    return Registry.default()
-
-
 async def _run(registry: Registry, case: dict[str, Any]) -> RunResult:
     flow = parse_flow(json.loads((FLOWS / f"{case['dataset']}.json").read_text("utf-8")))
     plan = compile_flow(flow, registry)

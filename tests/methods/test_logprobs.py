@@ -61,7 +61,7 @@ async def test_without_the_option_no_logprobs_are_asked_or_given() -> None:
     assert _request(top_logprobs=3).parameters() == {"top_logprobs": 3, "logprobs": True, "n": 3}
 
 
-async def test_the_chat_scored_block_gives_each_answer_its_logprob() -> None:
+async def test_the_chat_scored_block_gives_each_answer_its_logprob(registry: Registry) -> None:
     flow = {
         "format": "dagwright.flow",
         "version": 1,
@@ -78,7 +78,7 @@ async def test_the_chat_scored_block_gives_each_answer_its_logprob() -> None:
             },
         ],
     }
-    plan = compile_flow(parse_flow(flow), Registry.default())
+    plan = compile_flow(parse_flow(flow), registry)
     with scripted_server(SCRIPT) as server:
         gateway = gateway_for(server)
         try:
