@@ -38,4 +38,8 @@ def score_items(
         from dagwright.evaluation.metrics import numeric
 
         return numeric.score(items)
+    if metric in ("finqa", "finqa_gold_gated"):
+        from dagwright.evaluation.metrics import finqa
+
+        return finqa.score(items) if metric == "finqa" else finqa.score_gold_gated(items)
     raise ValueError(f"unknown metric {metric!r}")
