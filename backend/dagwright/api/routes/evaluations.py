@@ -218,7 +218,15 @@ async def start_evaluation(
             name=f"dagwright-evaluation-{row.id}",
         )
         running.tasks[row.id] = task
-        task.add_done_callback(lambda _: running.tasks.pop(row.id, None))
+
+        def finished(done: asyncio.Task[Any]) -> None:
+            running.tasks.pop(row.id, None)
+            # A failure is kept on the evaluation (interrupted) and read by a waiting caller;
+            # retrieving it here keeps asyncio from reporting it as never retrieved.
+            if not done.cancelled():
+                done.exception()
+
+        task.add_done_callback(finished)
     if body.wait:
         await asyncio.shield(running.tasks.get(row.id) or asyncio.sleep(0))
         response.status_code = 200
