@@ -115,3 +115,18 @@ async def test_app_reference_runs_as_a_nested_span_and_is_recorded(
     assert recorded["call/up"].output == "HI"
     # Run in the same run, not as a child run of its own.
     assert [r.id for r in runs.list().items] == [record.id]
+
+
+def test_a_diff_names_the_subflows_that_changed(apps: AppService) -> None:
+    def with_subflows(**subflows: dict[str, Any]) -> dict[str, Any]:
+        doc = upper()
+        doc["subflows"] = subflows
+        return doc
+
+    inner = {"nodes": upper()["nodes"], "edges": upper()["edges"]}
+    apps.create_app("grouped", "Grouped")
+    first = apps.create_version("grouped", with_subflows(a=inner, b=inner))
+    changed = {**inner, "description": "now described"}
+    second = apps.create_version("grouped", with_subflows(b=changed, c=inner))
+    diff = apps.diff("grouped", str(first.number), str(second.number))
+    assert diff["subflows"] == {"added": ["c"], "removed": ["a"], "changed": ["b"]}

@@ -163,6 +163,15 @@ def _located(error: FlowInvalidError, where: str) -> FlowInvalidError:
     return located
 
 
+def _subflow_changes(old: dict[str, Any], new: dict[str, Any]) -> dict[str, list[str]]:
+    """Sub-flows of the document added, removed or changed (any node, edge or field)."""
+    return {
+        "added": [name for name in new if name not in old],
+        "removed": [name for name in old if name not in new],
+        "changed": [name for name in new if name in old and old[name] != new[name]],
+    }
+
+
 def _edge_key(edge: dict[str, Any]) -> str:
     return json.dumps(edge, sort_keys=True)
 
@@ -374,7 +383,7 @@ class AppService:
             for key in ("name", "description")
             if old.get(key, "") != new.get(key, "")
         }
-        return {
+        changes: dict[str, Any] = {
             "nodes": {
                 "added": [n for n in new_nodes if n not in old_nodes],
                 "removed": [n for n in old_nodes if n not in new_nodes],
@@ -386,6 +395,11 @@ class AppService:
             },
             "meta": meta,
         }
+        if old.get("subflows") or new.get("subflows"):  # only documents that have them
+            changes["subflows"] = _subflow_changes(
+                old.get("subflows") or {}, new.get("subflows") or {}
+            )
+        return changes
 
     def app_flow(self, app: str, version: str) -> Flow:
         """An app version's flow, for checking the sub-flow nodes that refer to it."""
