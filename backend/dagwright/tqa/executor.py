@@ -25,6 +25,18 @@ CONTEXT_INPUTS: dict[str, dict[str, str]] = {
         "feedback": "feedback",
         "examples": "examples",
     },
+    # The methods' apps (dagwright methods install), so either can be the text-to-SQL or
+    # table tool: the Engineer names the database or table, the question comes along.
+    **{
+        app: {"question": "question"}
+        for app in (
+            "mac-sql-spider",
+            "mac-sql-bird",
+            "chain-of-table-wikitq",
+            "chain-of-table-tabfact",
+            "chain-of-table-fetaqa",
+        )
+    },
 }
 
 
