@@ -135,3 +135,20 @@ describe("EvaluationsPage", () => {
     });
   });
 });
+
+describe("feedback", () => {
+  it("sends a failed example's correction to its run", async () => {
+    const calls = mockServer({
+      "GET /api/v1/datasets": () => jsonResponse([]),
+      "GET /api/v1/evaluations": () => jsonResponse([evaluation("e1", "counter@1", 2 / 3)]),
+      "GET /api/v1/evaluations/e1": () => jsonResponse({ ...evaluation("e1", "counter@1", 2 / 3), done: 3, running_here: false, progress: null }),
+      "GET /api/v1/evaluations/e1/report": () => jsonResponse(report),
+      "POST /api/v1/runs/r9/feedback": () => jsonResponse({ id: "f1", example_namespace: "feedback-counter" }, 201),
+    });
+    render(<EvaluationsPage evaluationId="e1" />);
+    fireEvent.change(await screen.findByLabelText("correction for r9"), { target: { value: "7" } });
+    fireEvent.click(screen.getByTestId("feedback-r9"));
+    expect(await screen.findByText("kept in feedback-counter")).toBeTruthy();
+    expect(calls.find((c) => c.key === "POST /api/v1/runs/r9/feedback")?.body).toEqual({ score: 0, correction: "7" });
+  });
+});

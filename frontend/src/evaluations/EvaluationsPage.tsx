@@ -89,6 +89,16 @@ export function EvaluationsPage({ evaluationId }: { evaluationId: string | null 
 function DatasetsBox({ datasets, onImported }: { datasets: DatasetSummary[]; onImported: () => void }) {
   const [form, setForm] = useState({ name: "", kind: "wikitq", path: "", split: "dev" });
   const [error, setError] = useState<string | null>(null);
+  const [upload, setUpload] = useState({ name: "", kind: "generic" });
+  const uploadFile = async (file: File) => {
+    setError(null);
+    try {
+      await evalApi.upload(upload.name || file.name.replace(/\.[^.]*$/, "").toLowerCase(), upload.kind, file);
+      onImported();
+    } catch (e) {
+      setError(describeError(e).message);
+    }
+  };
   const submit = async () => {
     setError(null);
     try {
@@ -113,6 +123,27 @@ function DatasetsBox({ datasets, onImported }: { datasets: DatasetSummary[]; onI
           </li>
         ))}
       </ul>
+      <details>
+        <summary>Upload a file (generic or FeTaQA)</summary>
+        <div className="eval-form">
+          <input className="input" placeholder="name" aria-label="upload name" value={upload.name} onChange={(e) => setUpload({ ...upload, name: e.target.value })} />
+          <select className="input" aria-label="upload kind" value={upload.kind} onChange={(e) => setUpload({ ...upload, kind: e.target.value })}>
+            <option>generic</option>
+            <option>fetaqa</option>
+          </select>
+          <input
+            type="file"
+            accept=".jsonl,.csv,.tsv"
+            aria-label="upload file"
+            data-testid="upload-file"
+            onChange={(e) => {
+              const file = e.target.files?.[0];
+              e.target.value = "";
+              if (file) uploadFile(file);
+            }}
+          />
+        </div>
+      </details>
       <details>
         <summary>Import a file on the server</summary>
         <div className="eval-form">
@@ -295,13 +326,43 @@ function ReportView({ report }: { report: Report }) {
                 <td>{f.question}</td>
                 <td>{f.error ? <span className="eval-error">{f.error.message}</span> : JSON.stringify(f.prediction)}</td>
                 <td>{JSON.stringify(f.gold)}</td>
-                <td>{f.trace && <a href={f.trace} target="_blank" rel="noreferrer">trace</a>}</td>
+                <td>
+                  {f.trace && (
+                    <a href={f.trace} target="_blank" rel="noreferrer">
+                      trace
+                    </a>
+                  )}
+                  {f.run_id && <FeedbackCell runId={f.run_id} />}
+                </td>
               </tr>
             ))}
           </tbody>
         </table>
       </section>
     </div>
+  );
+}
+
+/** A correction for a failed example's run: kept as a few-shot example of the app. */
+function FeedbackCell({ runId }: { runId: string }) {
+  const [correction, setCorrection] = useState("");
+  const [state, setState] = useState<string | null>(null);
+  const send = async () => {
+    try {
+      const given = await evalApi.feedback(runId, { score: 0, ...(correction.trim() ? { correction: correction.trim() } : {}) });
+      setState(given.example_namespace ? `kept in ${given.example_namespace}` : "scored");
+    } catch (e) {
+      setState(describeError(e).message);
+    }
+  };
+  return (
+    <span className="eval-feedback">
+      <input className="input" placeholder="right answer" aria-label={`correction for ${runId}`} value={correction} onChange={(e) => setCorrection(e.target.value)} />
+      <button className="btn btn-small" onClick={send} data-testid={`feedback-${runId}`}>
+        Correct
+      </button>
+      {state && <span className="muted">{state}</span>}
+    </span>
   );
 }
 

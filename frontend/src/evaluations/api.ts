@@ -1,6 +1,6 @@
 // The evaluation calls, through the editor's one fetch wrapper.
 
-import { request } from "../api/http";
+import { ApiError, adminToken, request } from "../api/http";
 import type { Comparison, DatasetSummary, EvaluationRecord, Report, StartBody } from "./types";
 
 const V = "/api/v1";
@@ -16,6 +16,22 @@ export const evalApi = {
   cancel: (id: string) => request<unknown>("POST", `${V}/evaluations/${e(id)}/cancel`),
   report: (id: string) => request<Report>("GET", `${V}/evaluations/${e(id)}/report`),
   compare: (a: string, b: string) => request<Comparison>("GET", `${V}/evaluations/compare?a=${e(a)}&b=${e(b)}`),
+  feedback: (runId: string, body: { score: number; correction?: string }) =>
+    request<{ id: string; example_namespace: string | null }>("POST", `${V}/runs/${e(runId)}/feedback`, body),
+  upload: async (name: string, kind: string, file: File) => {
+    const format = file.name.endsWith(".csv") ? "csv" : file.name.endsWith(".tsv") ? "tsv" : "jsonl";
+    const headers: Record<string, string> = { "Content-Type": "application/octet-stream" };
+    const token = adminToken();
+    if (token) headers.Authorization = `Bearer ${token}`;
+    const response = await fetch(`${V}/datasets/${e(name)}/upload?kind=${e(kind)}&format=${format}`, {
+      method: "POST",
+      headers,
+      body: await file.text(),
+    });
+    const data = (await response.json().catch(() => ({}))) as { error?: { code?: string; message?: string } };
+    if (!response.ok) throw new ApiError(response.status, data.error?.code ?? `http_${response.status}`, data.error?.message ?? response.statusText);
+    return data as unknown as DatasetSummary;
+  },
 };
 
 /** The request's body as the server wants it: empty optional fields left out. */
