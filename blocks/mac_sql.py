@@ -96,13 +96,14 @@ def _sqlite_target(config: SchemaConfig, database: str) -> tuple[Path, str | Non
 )
 async def macsql_schema(config: SchemaConfig, ctx: NodeContext, database: str) -> SchemaOutput:
     """`database` is a SQLite file, a db id in `databases`, or a data source's name (its
-    tables are read through the data layer). Each column gets a readable name and up to six
-    value examples (none for keys, ids, e-mails, URLs, long texts or many numbers), each
-    table its primary and foreign keys, as the official Selector builds them."""
+    tables are read through the data layer; empty: every source's). Each column gets a
+    readable name and up to six value examples (none for keys, ids, e-mails, URLs, long
+    texts or many numbers), each table its primary and foreign keys, as the official
+    Selector builds them."""
     from dagwright.methods.mac_sql import databases as dbs
     from dagwright.methods.mac_sql.schema import need_prune, table_to_dict
 
-    local = _sqlite_target(config, database)
+    local = _sqlite_target(config, database) if database else None
     strip = config.dataset == "spider"
     if local is not None:
         path, ddl = local
@@ -110,7 +111,8 @@ async def macsql_schema(config: SchemaConfig, ctx: NodeContext, database: str) -
         target = {"kind": "sqlite", "path": str(path)}
     else:
         engine = ctx.service(TableAccess).engine()
-        names = [str(ref) for ref in engine.tables() if ref.source == database]
+        # No database named: every registered source (AutoTQA's text-to-SQL tool).
+        names = [str(ref) for ref in engine.tables() if ref.source == database or not database]
         if not names:
             raise InputError(f"no database {database!r}: not a SQLite file, db id or source")
         tables = await asyncio.to_thread(dbs.engine_tables, engine, names)
