@@ -13,6 +13,7 @@ from sqlmodel import col
 
 from dagwright.errors import NotFoundError
 from dagwright.evaluation.datasets import unique_header
+from dagwright.evaluation.sql_databases import FolderDatabases
 from dagwright.services.evaluations import EvaluationService
 from dagwright.store.evaluation_models import EvalResult, Evaluation
 
@@ -234,3 +235,29 @@ def test_every_table_of_the_wikitq_and_tabfact_packs_is_readable(
             )
         for table in tables[:: len(tables) // 5]:
             assert engine.query(f"SELECT COUNT(*) AS n FROM {table}").records()[0]["n"] > 0
+
+
+def test_spider_databases_served_from_postgresql(evaluations: EvaluationService) -> None:
+    """The pack's databases loaded into PostgreSQL (a schema each), queried through the
+    engine like any source; the metric still runs queries on the SQLite builds."""
+    from support.database import POSTGRES_URL, postgres_problem
+
+    problem = postgres_problem()
+    if problem:
+        pytest.skip(problem)
+    url = POSTGRES_URL.replace("postgresql+psycopg://", "postgresql://")
+    evaluations.datasets.import_file(
+        "pgsp", "spider", FIXTURES / "spider" / "train_queries.csv", server_url=url
+    )
+    entry = evaluations.datasets._sources.get("pgsp_activity_1")
+    assert entry.kind == "postgres"
+    engine = evaluations.datasets._sources.engine()
+    faculty = engine.query("SELECT COUNT(*) AS n FROM pgsp_activity_1.Faculty").records()
+    built = evaluations.datasets.examples("pgsp", "dev")[0]
+    assert built.tables == ["pgsp_activity_1"]
+    folder = Path(evaluations.datasets.row("pgsp").folder)
+    sqlite_count = FolderDatabases(folder, "mysql")("activity_1").execute(
+        "SELECT COUNT(*) FROM `Faculty`"
+    )
+    assert faculty == [{"n": sqlite_count[0][0]}]
+    assert faculty[0]["n"] > 0

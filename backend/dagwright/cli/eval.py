@@ -252,6 +252,10 @@ def datasets_import(
         str | None, typer.Option(help="Also load this split into a few-shot namespace.")
     ] = None,
     embedder: Annotated[str, typer.Option(help="The few-shot namespace's embedder.")] = "hashing",
+    server_url: Annotated[
+        str | None,
+        typer.Option(help="spider: load the databases into this PostgreSQL (a schema each)."),
+    ] = None,
 ) -> None:
     """Import a dataset file; its tables become data sources the flows can query."""
     fields = json.loads(mapping) if mapping else None
@@ -266,6 +270,7 @@ def datasets_import(
             metric=metric,
             mapping=fields,
             limit=limit,
+            server_url=server_url,
         )
         typer.echo(
             f"{summary.name}: {summary.splits.get(split, 0)} examples in {split} "

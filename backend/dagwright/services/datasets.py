@@ -84,9 +84,15 @@ class DatasetService:
         metric: str | None = None,
         mapping: dict[str, str] | None = None,
         limit: int | None = None,
+        server_url: str | None = None,
     ) -> DatasetSummary:
         """Reads `path` into the dataset's `split` (replacing that split), creating the
-        dataset on first import, and registers its tables as data sources."""
+        dataset on first import, and registers its tables as data sources. Spider's
+        databases are served from SQLite files, or with `server_url` (postgresql://...,
+        no password in it: the client's environment gives one) from PostgreSQL, one schema
+        each; the metric runs queries on the SQLite files either way."""
+        if server_url is not None and kind != "spider":
+            raise InputError("only Spider databases are loaded into a database server")
         if not NAME.fullmatch(name):
             raise InputError(f"dataset name {name!r}: lower-case letters, digits and _ (<= 31)")
         if not SPLIT.fullmatch(split):
@@ -108,7 +114,7 @@ class DatasetService:
             if limit is not None and len(parsed) >= limit:
                 break
             parsed.append(example)
-        source = self._register_sources(name, kind, tables, parsed)
+        source = self._register_sources(name, kind, path, tables, parsed, server_url)
         if dataset is None:
             dataset = EvalDataset(
                 name=name,
@@ -144,17 +150,29 @@ class DatasetService:
         return self.get(name)
 
     def _register_sources(
-        self, name: str, kind: str, tables: Path, parsed: builtins.list[ParsedExample]
+        self,
+        name: str,
+        kind: str,
+        path: Path,
+        tables: Path,
+        parsed: builtins.list[ParsedExample],
+        server_url: str | None,
     ) -> str | None:
         description = f"tables of the evaluation dataset {name}"
         if kind == "spider":
             for db_id in sorted({t for p in parsed for t in p.tables}):
-                self._sources.put(
-                    _db_source(name, db_id),
-                    "sqlite",
-                    {"path": str(tables / f"{db_id}.sqlite")},
-                    f"database {db_id} of the evaluation dataset {name}",
-                )
+                source_name = _db_source(name, db_id)
+                about = f"database {db_id} of the evaluation dataset {name}"
+                built = tables / f"{db_id}.sqlite"
+                if server_url is None:
+                    self._sources.put(source_name, "sqlite", {"path": str(built)}, about)
+                    continue
+                from dagwright.evaluation.spider_server import load_into_postgres
+
+                pack = path.parent / "databases" / db_id  # as read_spider found it
+                load_into_postgres(pack, built, server_url, source_name)
+                config = {"url": server_url, "schemas": [source_name]}
+                self._sources.put(source_name, "postgres", config, about)
             return None
         if not any(p.tables for p in parsed):
             return None

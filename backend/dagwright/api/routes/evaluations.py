@@ -73,6 +73,9 @@ class DatasetImportIn(BaseModel):
         None, description="generic: {id, question, answer, table, sql} -> the file's field"
     )
     limit: int | None = Field(None, ge=1)
+    server_url: str | None = Field(
+        None, description="spider: load the databases into this PostgreSQL (a schema each)"
+    )
 
 
 @admin.get("/datasets")
@@ -97,6 +100,7 @@ async def import_dataset(body: DatasetImportIn, s: Deps) -> dict[str, Any]:
         metric=body.metric,
         mapping=body.mapping,
         limit=body.limit,
+        server_url=body.server_url,
     )
     return summary.to_dict()
 
