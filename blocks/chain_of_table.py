@@ -71,7 +71,9 @@ async def _ask(
     )
     result = await ctx.service(LLMGateway).chat(model.provider, request)
     ctx.record_usage(result.usage, **result.details())
-    logprobs = result.logprobs if model.logprobs else [None] * len(result.choices)
+    logprobs: list[float | None] = [None] * len(result.choices)
+    if model.logprobs:
+        logprobs = result.logprobs
     return answer_scores(result.choices, logprobs)
 
 

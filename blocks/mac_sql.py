@@ -207,7 +207,8 @@ async def macsql_decomposer(
     reply = (
         await _ask(ctx, config, decomposer_prompt(question, evidence, desc_str, fk_str))
     ).strip()
-    return {"sql": sql_of(reply), "sub_questions": list(sub_questions(reply)), "reply": reply}
+    steps = [{"question": step["question"], "sql": step["sql"]} for step in sub_questions(reply)]
+    return {"sql": sql_of(reply), "sub_questions": steps, "reply": reply}
 
 
 # -- Refiner ---------------------------------------------------------------------------------------

@@ -54,7 +54,7 @@ def _score(case: dict[str, Any], answer: str) -> float:
 
     metric = {"tabfact": tabfact, "wikitq": wikitq, "fetaqa": fetaqa}[case["dataset"]]
     report = metric.score([Item(case["id"], case["gold"], answer)])
-    return report.examples[0].score
+    return float(report.examples[0].score)
 
 
 @pytest.mark.parametrize("case", CASES, ids=[f"{c['dataset']}-{c['pattern']}" for c in CASES])

@@ -17,7 +17,7 @@ from dagwright.evaluation.metrics.base import Item
 from dagwright.evaluation.metrics.sql_exec import SpiderExecution
 from dagwright.evaluation.sql_databases import DatabaseRoot
 from dagwright.llm.gateway import LLMGateway
-from dagwright.methods.mac_sql.agents import NO_SQL, needs_repair
+from dagwright.methods.mac_sql.agents import NO_SQL, Execution, needs_repair
 from dagwright.registry import Registry
 from dagwright.runtime import Executor, ExecutorOptions, RunResult, compile_flow, parse_flow
 from dagwright.runtime.events import NodeFinished
@@ -259,12 +259,16 @@ def test_selector_keeps_keys_and_the_chosen_columns(tmp_path: Path) -> None:
     assert "instructor.`dept_name` = department.`dept_name`" in fk.splitlines()
 
 
+def _executed(data: list[list[Any]]) -> Execution:
+    return {"sql": "SELECT 1", "data": data, "error": "", "exception": "", "timed_out": False}
+
+
 def test_bird_repairs_empty_results_and_none_values_spider_does_not() -> None:
-    empty: Any = {"sql": "s", "data": [], "error": "", "exception": "", "timed_out": False}
-    nulls: Any = {"sql": "s", "data": [[1, None]], "error": "", "exception": "", "timed_out": False}
-    assert not needs_repair(dict(empty), "spider")
-    assert not needs_repair(dict(nulls), "spider")
+    assert not needs_repair(_executed([]), "spider")
+    assert not needs_repair(_executed([[1, None]]), "spider")
+    empty, nulls = _executed([]), _executed([[1, None]])
     assert needs_repair(empty, "bird")
     assert empty["error"] == "no data selected"
     assert needs_repair(nulls, "bird")
     assert "None" in nulls["error"]
+    assert not needs_repair(_executed([[1, "x"]]), "bird")

@@ -18,10 +18,10 @@ import pytest
 from dagwright.llm.scripted.runner import ScriptedServer
 from dagwright.llm.scripted.script import Script
 from dagwright.methods.publish import METHOD_FLOWS, load_method_flow
+from evaluation.conftest import FIXTURES
 from evaluation.test_autotqa_eval import (
     BASE_RULES,
     FALLBACK_RULES,
-    FIXTURES,
     _autotqa_app,
     _qualified,
     _sample,

@@ -233,12 +233,12 @@ def sort_column_vote(answers: Scored, table: Table) -> list[list[Any]]:
     votes: dict[tuple[str, str, str], float] = {}
     headers = table[0]
     for answer, score in answers:
-        datatype = re.findall(r"The datatype is (\w*).", answer, re.S)
-        order = re.findall(r'the order is "(.*)"\.', answer, re.S)
-        column = re.findall(r"f_sort\((.*)\)", answer, re.S)
-        if not (datatype and order and column):
+        types = re.findall(r"The datatype is (\w*).", answer, re.S)
+        orders = re.findall(r'the order is "(.*)"\.', answer, re.S)
+        columns = re.findall(r"f_sort\((.*)\)", answer, re.S)
+        if not (types and orders and columns):
             continue
-        key = (column[0].strip(), order[0].strip(), datatype[0].strip())
+        key = (str(columns[0]).strip(), str(orders[0]).strip(), str(types[0]).strip())
         if key[1] not in ("small to large", "large to small") or key[0] not in headers:
             continue
         votes[key] = votes.get(key, 0.0) + math.exp(score)

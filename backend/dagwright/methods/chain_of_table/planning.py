@@ -27,7 +27,7 @@ _NAME = re.compile(r"f_(.*?)\(.*\)")
 
 def operation_name(step: str) -> str:
     """`f_select_row(row 1)` -> `select_row`."""
-    return _NAME.findall(step)[0]
+    return str(_NAME.findall(step)[0])
 
 
 def kept_chain(act_chain: list[str]) -> list[str]:

@@ -127,7 +127,7 @@ def engine_tables(engine: QueryEngine, names: list[str]) -> list[Table]:
     by_short = {(info.schema, info.name): name for name, info in infos.items()}
     keys: dict[str, tuple[list[str], list[tuple[str, str, str]]]] = {}
     for name, info in infos.items():
-        foreign = []
+        foreign: list[tuple[str, str, str]] = []
         for fk in info.foreign_keys:
             target = by_short.get((fk.ref_schema, fk.ref_table), f"{fk.ref_schema}.{fk.ref_table}")
             foreign.extend(zip(fk.columns, [target] * len(fk.columns), fk.ref_columns, strict=True))
