@@ -237,27 +237,47 @@ def test_every_table_of_the_wikitq_and_tabfact_packs_is_readable(
             assert engine.query(f"SELECT COUNT(*) AS n FROM {table}").records()[0]["n"] > 0
 
 
-def test_spider_databases_served_from_postgresql(evaluations: EvaluationService) -> None:
-    """The pack's databases loaded into PostgreSQL (a schema each), queried through the
-    engine like any source; the metric still runs queries on the SQLite builds."""
-    from support.database import POSTGRES_URL, postgres_problem
+@pytest.mark.parametrize("server", ["postgres", "mysql"])
+def test_spider_databases_served_from_a_database_server(
+    evaluations: EvaluationService, server: str
+) -> None:
+    """The pack's databases loaded into PostgreSQL or MariaDB (a schema each), queried
+    through the engine like any source; the metric still runs queries on the SQLite builds."""
+    from support.data_sources import (
+        MYSQL_URL,
+        POSTGRES_URL,
+        mysql_connect,
+        mysql_problem,
+        postgres_problem,
+        unique_name,
+    )
 
-    problem = postgres_problem()
+    problem = postgres_problem() if server == "postgres" else mysql_problem()
     if problem:
         pytest.skip(problem)
-    url = POSTGRES_URL.replace("postgresql+psycopg://", "postgresql://")
+    name = unique_name("sp")
+    url = POSTGRES_URL if server == "postgres" else MYSQL_URL
     evaluations.datasets.import_file(
-        "pgsp", "spider", FIXTURES / "spider" / "train_queries.csv", server_url=url
+        name, "spider", FIXTURES / "spider" / "train_queries.csv", server_url=url
     )
-    entry = evaluations.datasets._sources.get("pgsp_activity_1")
-    assert entry.kind == "postgres"
-    engine = evaluations.datasets._sources.engine()
-    faculty = engine.query("SELECT COUNT(*) AS n FROM pgsp_activity_1.Faculty").records()
-    built = evaluations.datasets.examples("pgsp", "dev")[0]
-    assert built.tables == ["pgsp_activity_1"]
-    folder = Path(evaluations.datasets.row("pgsp").folder)
-    sqlite_count = FolderDatabases(folder, "mysql")("activity_1").execute(
-        "SELECT COUNT(*) FROM `Faculty`"
-    )
-    assert faculty == [{"n": sqlite_count[0][0]}]
-    assert faculty[0]["n"] > 0
+    source = f"{name}_activity_1"
+    try:
+        assert evaluations.datasets._sources.get(source).kind == server
+        engine = evaluations.datasets._sources.engine()
+        faculty = engine.query(f"SELECT COUNT(*) AS n FROM {source}.Faculty").records()
+        folder = Path(evaluations.datasets.row(name).folder)
+        in_sqlite = FolderDatabases(folder, "mysql")("activity_1").execute(
+            "SELECT COUNT(*) FROM `Faculty`"
+        )
+        assert faculty == [{"n": in_sqlite[0][0]}]
+        assert faculty[0]["n"] > 0
+        assert evaluations.datasets.examples(name, "dev")[0].tables == [source]
+    finally:
+        if server == "postgres":
+            import psycopg
+
+            with psycopg.connect(POSTGRES_URL, autocommit=True) as connection:
+                connection.execute(f'DROP SCHEMA IF EXISTS "{source}" CASCADE')
+        else:
+            with mysql_connect() as connection, connection.cursor() as cursor:
+                cursor.execute(f"DROP DATABASE IF EXISTS `{source}`")

@@ -88,9 +88,9 @@ class DatasetService:
     ) -> DatasetSummary:
         """Reads `path` into the dataset's `split` (replacing that split), creating the
         dataset on first import, and registers its tables as data sources. Spider's
-        databases are served from SQLite files, or with `server_url` (postgresql://...,
-        no password in it: the client's environment gives one) from PostgreSQL, one schema
-        each; the metric runs queries on the SQLite files either way."""
+        databases are served from SQLite files, or with `server_url` (postgresql://... or
+        mysql://..., no password in it: the client's environment gives one) from that
+        server, a schema each; the metric runs queries on the SQLite files either way."""
         if server_url is not None and kind != "spider":
             raise InputError("only Spider databases are loaded into a database server")
         if not NAME.fullmatch(name):
@@ -167,12 +167,12 @@ class DatasetService:
                 if server_url is None:
                     self._sources.put(source_name, "sqlite", {"path": str(built)}, about)
                     continue
-                from dagwright.evaluation.spider_server import load_into_postgres
+                from dagwright.evaluation.spider_server import load_into_server
 
                 pack = path.parent / "databases" / db_id  # as read_spider found it
-                load_into_postgres(pack, built, server_url, source_name)
+                served_by = load_into_server(pack, built, server_url, source_name)
                 config = {"url": server_url, "schemas": [source_name]}
-                self._sources.put(source_name, "postgres", config, about)
+                self._sources.put(source_name, served_by, config, about)
             return None
         if not any(p.tables for p in parsed):
             return None
