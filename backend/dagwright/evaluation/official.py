@@ -217,6 +217,3 @@ def per_example_lines(report: ScoreReport) -> list[str]:
         f"{e.id}\t{e.correct}" if e.correct is not None else f"{e.id}\t{e.score:.6f}"
         for e in report.examples
     ]
-
-
-__all__ = ["Item", "ScoreInputError", "per_example_lines"]
