@@ -111,6 +111,7 @@ async def test_mac_sql_on_postgres_and_mariadb_tables(
     selector = next(
         e.output for e in result.events if isinstance(e, NodeFinished) and e.node == "selector"
     )
+    assert f"faculty_participates_in.`facid` = {faculty}.`facid`" in selector["fk_str"]
     # Four names, each once: the order among equal counts is the database's.
     assert "(lname, lname. Value examples: [" in selector["desc_str"]
     assert "(facid, facid.)" in selector["desc_str"]  # a key: no value examples
