@@ -18,7 +18,9 @@ from dagwright.api.boundary import RequestGuard
 from dagwright.api.jsontext import SafeJSONResponse
 from dagwright.api.routes import (
     apps,
+    charts,
     data,
+    data_copilot,
     evaluations,
     examples,
     keys,
@@ -58,7 +60,19 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
             allow_methods=["*"],
             allow_headers=["*"],
         )
-    for module in (apps, runs, published, keys, examples, data, openai_compat, tqa, evaluations):
+    for module in (
+        apps,
+        runs,
+        published,
+        keys,
+        examples,
+        data,
+        openai_compat,
+        tqa,
+        evaluations,
+        charts,
+        data_copilot,
+    ):
         app.include_router(module.router)
 
     @app.get("/api/v1/health", tags=["health"])

@@ -17,6 +17,7 @@ from dagwright.embedding.service import ExampleStore
 from dagwright.invocation import AppInvoker
 from dagwright.llm.gateway import LLMGateway
 from dagwright.llm.wiring import model_access
+from dagwright.methods.data_copilot.library import InterfaceLibrary
 from dagwright.registry import Registry
 from dagwright.runtime import Executor, ExecutorOptions
 from dagwright.secrets import Secrets
@@ -98,6 +99,8 @@ async def serving(app: FastAPI, settings: ServerSettings) -> AsyncIterator[None]
         # AutoTQA: its agents are published apps, called through the run service.
         tqa = TqaService(engine, apps, runs, data, examples=examples)
         blocks_services[TqaAccess] = tqa
+        # Data-Copilot's blocks read and store the interface libraries.
+        blocks_services[InterfaceLibrary] = InterfaceLibrary(engine)
         stack.push_async_callback(tqa.close)  # before the runs close (callbacks run LIFO)
         keys = KeyService(engine)
         app.state.services = Services(
