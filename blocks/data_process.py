@@ -6,14 +6,15 @@ from __future__ import annotations
 import json
 import re
 from functools import lru_cache
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from jsonpath_ng.ext.parser import parse as parse_jsonpath
-from jsonpath_ng.jsonpath import JSONPath
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from dagwright.registry import block
 from dagwright.templating import check_template, render, template_variables
+
+if TYPE_CHECKING:
+    from jsonpath_ng.jsonpath import JSONPath
 
 # -- template ------------------------------------------------------------------------------
 
@@ -222,6 +223,8 @@ def regex_find_all(config: RegexConfig, text: str) -> list[str]:
 
 @lru_cache(maxsize=256)
 def _compile_jsonpath(path: str) -> JSONPath:
+    from jsonpath_ng.ext.parser import parse as parse_jsonpath  # on first use: ~10 ms
+
     return parse_jsonpath(path)
 
 

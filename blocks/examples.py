@@ -8,9 +8,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from dagwright.embedding.service import ExampleStore
 from dagwright.registry import NodeContext, block
 from dagwright.templating import check_template, render
+
+# The example store (dagwright.embedding.service) is imported when a block runs, not when the
+# registry loads.
 
 _NAMESPACE = r"^[a-z0-9][a-z0-9_-]{0,62}$"
 
@@ -59,6 +61,8 @@ async def few_shot(config: FewShotConfig, ctx: NodeContext, query: str) -> str:
     renders each with the template, joined by the separator — ready to drop into an LLM
     prompt. By default the most similar example comes last, nearest the question. An empty
     namespace gives an empty text."""
+    from dagwright.embedding.service import ExampleStore
+
     store = ctx.service(ExampleStore)
     hits = await store.query(
         config.namespace,
@@ -88,6 +92,8 @@ async def example_upsert(config: UpsertConfig, ctx: NodeContext, example: dict[s
     """Stores the example in the namespace (its key fields make it idempotent: storing it
     again replaces it) and returns its id. Use it after a step that produced a verified
     answer, so the flow's next runs can pick it as a few-shot example."""
+    from dagwright.embedding.service import ExampleStore
+
     store = ctx.service(ExampleStore)
     ids = await store.upsert(config.namespace, [example])
     return ids[0]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from typing import Any
 
-import httpx
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from dagwright.invocation import AppInvoker
@@ -93,6 +92,8 @@ async def invoke_remote(config: RemoteInvokeConfig, ctx: NodeContext, **inputs: 
     """POSTs the inputs to `{url}/api/v1/apps/{app}/run` with the API key from the secret
     store, waits for the run, and returns its outputs (or the one named in `output`). A run
     that fails remotely fails this node with the remote error."""
+    import httpx  # here, not at the top: ~60 ms that loading the registry does not pay
+
     key = ctx.service(Secrets).get(config.api_key_secret)
     body: dict[str, Any] = {"inputs": inputs}
     if config.version is not None:

@@ -5,8 +5,9 @@ Chain-of-Table operations.
 A table travels between nodes as records (a list of row dicts): plain JSON, so the debug
 panel shows it and runs record it as they are.
 
-The data layer (DuckDB, Arrow, pandas: over a second to import) is imported when a block
-first runs, not when the registry loads, so servers and flows that use no table pay nothing.
+The data layer (DuckDB, Arrow, pandas: over a second to import), the embedders (numpy) and
+the model gateway are imported when a block first runs, not when the registry loads, so
+servers and flows that use no table pay nothing.
 """
 
 from __future__ import annotations
@@ -18,9 +19,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from pydantic import BaseModel, ConfigDict, Field
 
 from dagwright.embedding.embedder import Embedder
-from dagwright.embedding.embedders import CachedEmbedder, make_embedder
 from dagwright.errors import DataError
-from dagwright.llm.gateway import LLMGateway
 from dagwright.registry import NodeContext, block
 from dagwright.tabular import TableAccess
 
@@ -249,6 +248,8 @@ class SchemaLookupConfig(BaseModel):
 @functools.cache
 def _local_embedder(spec: str) -> Embedder:
     # Local embedders load a model once per process; remote ones go through the gateway.
+    from dagwright.embedding.embedders import CachedEmbedder, make_embedder
+
     return CachedEmbedder(make_embedder(spec, None))
 
 
@@ -283,6 +284,9 @@ async def schema_lookup(
     embedder: Embedder | None = None
     if config.embedder:
         if config.embedder.startswith("openai"):
+            from dagwright.embedding.embedders import CachedEmbedder, make_embedder
+            from dagwright.llm.gateway import LLMGateway
+
             gateway = ctx.service(LLMGateway)
             embedder = CachedEmbedder(make_embedder(config.embedder, gateway))
         else:

@@ -11,16 +11,18 @@ import asyncio
 import json
 import re
 from datetime import datetime
-from typing import Annotated, Any, Literal, TypedDict
+from typing import TYPE_CHECKING, Annotated, Any, Literal, TypedDict
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-import httpx
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_core import to_jsonable_python
 
 from dagwright.registry import NodeContext, block
 from dagwright.secrets import Redactor, Secrets, check_secret_name
 from dagwright.templating import check_template, render, template_variables
+
+if TYPE_CHECKING:
+    import httpx  # imported where used: ~60 ms that a flow without HTTP does not pay
 
 # -- http_request ---------------------------------------------------------------------------
 
@@ -42,6 +44,8 @@ ResponseMode = Literal["json", "text", "auto"]
 
 
 def _check_url(url: str) -> httpx.URL:
+    import httpx
+
     try:
         parsed = httpx.URL(url)
     except httpx.InvalidURL as exc:
@@ -227,6 +231,8 @@ async def _send(
     content: bytes | None,
     redact: Redactor,
 ) -> HttpResponse:
+    import httpx
+
     timed_out = f"request to {url} timed out after {config.timeout:g}s"
     # httpx's timeout bounds each step (connect, each read); the scope bounds the whole
     # request, so a server that trickles bytes cannot hold the node for longer.

@@ -258,3 +258,86 @@ def test_bad_settings_file_is_reported(no_provider_configured: Path) -> None:
     result = runner.invoke(app, ["run", str(EXAMPLES / "answer_question.json")])
     assert result.exit_code == 2
     assert "dagwright.toml: providers.x.timeout: Input should be greater than 0" in result.stderr
+
+
+# -- start-up: a command imports what it uses ------------------------------------------------
+
+HEAVY = (
+    "fastapi",
+    "uvicorn",
+    "sqlmodel",
+    "sqlalchemy",
+    "duckdb",
+    "pyarrow",
+    "qdrant_client",
+    "openai",
+    "numpy",
+    "networkx",
+    "httpx",
+    "jsonschema",
+)
+
+
+def test_running_a_text_flow_imports_no_server_data_or_model_package() -> None:
+    code = (
+        "import sys\n"
+        "from dagwright.cli.main import app\n"
+        "try:\n"
+        f"    app(['run', {str(EXAMPLES / 'hello.json')!r}, '-i', 'name=Ann'])\n"
+        "except SystemExit as exit:\n"
+        "    assert not exit.code, exit.code\n"
+        f"print(sorted(m for m in {HEAVY!r} if m in sys.modules))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=False
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines() == ["greeting: Hello, Ann!", "[]"]
+
+
+def test_help_lists_the_commands_loaded_on_use() -> None:
+    from dagwright.cli.main import LAZY_COMMANDS
+
+    listed = runner.invoke(app, ["--help"])
+    assert listed.exit_code == 0, listed.output
+    for name in ("run", "validate", "blocks", "demo", *LAZY_COMMANDS):
+        assert f" {name} " in listed.output
+    data = runner.invoke(app, ["data", "--help"])
+    assert data.exit_code == 0
+    assert "sources" in data.output
+    serve = runner.invoke(app, ["serve", "--help"])
+    assert serve.exit_code == 0
+    assert "--port" in serve.output
+    unknown = runner.invoke(app, ["nonsense"])
+    assert unknown.exit_code == 2
+
+
+def test_services_are_built_when_a_block_first_asks() -> None:
+    from contextlib import ExitStack
+
+    from dagwright.cli.execution import LazyServices
+    from dagwright.registry import MissingServiceError, NodeContext
+    from dagwright.secrets import EnvSecrets, Secrets
+    from dagwright.tabular import TableAccess
+
+    built: list[str] = []
+
+    def tables(stack: ExitStack) -> object:
+        built.append("tables")
+        access = TableAccess(lambda: None)  # type: ignore[arg-type]
+        stack.callback(lambda: built.append("closed"))
+        return access
+
+    with ExitStack() as stack:
+        services = LazyServices(
+            {Secrets: EnvSecrets()}, {"dagwright.tabular.TableAccess": tables}, stack
+        )
+        context = NodeContext("run", "node", lambda *_: None, lambda *_: None, services)
+        assert built == []
+        assert services.built() == ["dagwright.secrets.Secrets"]
+        first = context.service(TableAccess)
+        assert context.service(TableAccess) is first
+        assert built == ["tables"]
+        with pytest.raises(MissingServiceError):
+            context.service(Path)
+    assert built == ["tables", "closed"]

@@ -24,6 +24,7 @@ from dagwright.data.demo import generate_billing, load_billing
 from dagwright.llm.gateway import LLMGateway
 from dagwright.methods.data_copilot.library import InterfaceLibrary
 from dagwright.methods.data_copilot.plan import PlanError, parse
+from dagwright.methods.data_copilot.tool_blocks import library_blocks
 from dagwright.registry import Registry
 from dagwright.runtime import Executor, ExecutorOptions, RunResult, compile_flow, parse_flow
 from dagwright.runtime.events import IterationFinished, IterationStarted
@@ -339,3 +340,50 @@ def test_the_paper_plan_form_is_read_and_checked() -> None:
         parse('step1={"arg1": ["result2"], "function1": "f", "output1": "result1"} ###')
     with pytest.raises(PlanError, match="no step"):
         parse("I cannot plan this.")
+
+
+async def test_designed_interfaces_are_tool_blocks_in_the_registry(
+    designed: tuple[RunResult, Any], tables: TableAccess, library: InterfaceLibrary
+) -> None:
+    registry = Registry.default().extended(library_blocks(library))
+    spec = registry.get("dc_billing_tenant_cost")
+    assert spec.category == "tool"
+    assert "data_copilot" in spec.tags
+    assert "version:1" in spec.tags
+    assert spec.doc.startswith(
+        "tenant_cost(tenant_id: int, start_date: date, end_date: date, by: str = 'day') -> table"
+    )
+    assert [(p.name, p.required) for p in spec.inputs.values()] == [
+        ("tenant_id", True), ("start_date", True), ("end_date", True), ("by", False),
+    ]  # fmt: skip
+    palette = {b["name"]: b for b in registry.to_schema()["blocks"]}
+    assert "dc_billing_cluster_events" in palette
+    flow = {
+        "format": "dagwright.flow",
+        "version": 1,
+        "nodes": [
+            {"id": "tenant", "block": "json_input", "config": {"name": "tenant"}},
+            {"id": "cost", "block": "dc_billing_tenant_cost", "config": {}},
+            {
+                "id": "from",
+                "block": "text_input",
+                "config": {"name": "start", "default": "2024-01-10"},
+            },
+            {"id": "out", "block": "output", "config": {"name": "rows"}},
+        ],
+        "edges": [
+            {"source": {"node": "tenant"}, "target": {"node": "cost", "port": "tenant_id"}},
+            {"source": {"node": "from"}, "target": {"node": "cost", "port": "start_date"}},
+            {"source": {"node": "from"}, "target": {"node": "cost", "port": "end_date"}},
+            {"source": {"node": "cost"}, "target": {"node": "out", "port": "value"}},
+        ],
+    }
+    plan = compile_flow(parse_flow(flow), registry)
+    result = await Executor(ExecutorOptions(services={TableAccess: tables})).run(
+        plan, {"tenant": 1}
+    )
+    assert result.status == "succeeded", result.error
+    expected = _pg_daily(1, "2024-01-10", "2024-01-10")
+    assert result.outputs["rows"] == [
+        {"billing_date": "2024-01-10", "cost_usd": pytest.approx(expected["2024-01-10"])}
+    ]

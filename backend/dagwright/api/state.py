@@ -18,6 +18,7 @@ from dagwright.invocation import AppInvoker
 from dagwright.llm.gateway import LLMGateway
 from dagwright.llm.wiring import model_access
 from dagwright.methods.data_copilot.library import InterfaceLibrary
+from dagwright.methods.data_copilot.tool_blocks import library_blocks
 from dagwright.registry import Registry
 from dagwright.runtime import Executor, ExecutorOptions
 from dagwright.secrets import Secrets
@@ -67,7 +68,9 @@ async def serving(app: FastAPI, settings: ServerSettings) -> AsyncIterator[None]
         engine = make_engine(settings.database_url or database_url(settings.data_dir))
         stack.callback(engine.dispose)
         migrate(engine)
-        registry = Registry.default()
+        interfaces = InterfaceLibrary(engine)
+        # Data-Copilot's designed interfaces join the palette as tool blocks.
+        registry = Registry.default().extended(library_blocks(interfaces))
         apps = AppService(engine, registry)
         secrets = DatabaseSecrets(engine, master_key_from(settings.data_dir))
         gateway = stack.enter_context(model_access(secrets=secrets))
@@ -100,7 +103,7 @@ async def serving(app: FastAPI, settings: ServerSettings) -> AsyncIterator[None]
         tqa = TqaService(engine, apps, runs, data, examples=examples)
         blocks_services[TqaAccess] = tqa
         # Data-Copilot's blocks read and store the interface libraries.
-        blocks_services[InterfaceLibrary] = InterfaceLibrary(engine)
+        blocks_services[InterfaceLibrary] = interfaces
         stack.push_async_callback(tqa.close)  # before the runs close (callbacks run LIFO)
         keys = KeyService(engine)
         app.state.services = Services(

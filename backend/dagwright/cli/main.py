@@ -1,37 +1,71 @@
-"""The `dagwright` command: run and validate flow files, list blocks, run the demo."""
+"""The `dagwright` command: run and validate flow files, list blocks, run the demo.
+
+Start-up is kept short (`dagwright run` of a small flow in well under a second): this module
+imports only typer and the standard library at load, each command imports what it uses, and
+the commands defined in other modules (serve, data, tqa...) are imported only when invoked.
+"""
 
 from __future__ import annotations
 
+import importlib
 import json
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
-from pydantic_core import to_jsonable_python
+from typer.core import TyperGroup
 
-from dagwright.cli.data import data_app
-from dagwright.cli.examples import examples_app
-from dagwright.cli.execution import run_plan
 from dagwright.cli.inputs import fail, parse_inputs
-from dagwright.cli.mock_llm import mock_llm
-from dagwright.cli.server_commands import call, export, import_, serve
-from dagwright.cli.tqa import tqa_app
 from dagwright.errors import DagwrightError
-from dagwright.registry import Registry, type_name
-from dagwright.runtime import (
-    CompiledFlow,
-    FlowInvalidError,
-    NodeFailed,
-    NodeFinished,
-    NodeMessage,
-    NodeSkipped,
-    RunEvent,
-    RunResult,
-    analyse,
-    build_trace,
-    compile_flow,
-    load_flow,
-)
+
+if TYPE_CHECKING:
+    from typer._click import Command, Context  # typer's own copy of click
+
+    from dagwright.registry import Registry
+    from dagwright.runtime import CompiledFlow, RunEvent, RunResult
+
+# Commands defined elsewhere, loaded when used: name -> (module, attribute, help of a group).
+# A Typer attribute is a command group; a function is a single command.
+LAZY_COMMANDS: dict[str, tuple[str, str, str | None]] = {
+    "mock-llm": ("dagwright.cli.mock_llm", "mock_llm", None),
+    "serve": ("dagwright.cli.server_commands", "serve", None),
+    "call": ("dagwright.cli.server_commands", "call", None),
+    "export": ("dagwright.cli.server_commands", "export", None),
+    "import": ("dagwright.cli.server_commands", "import_", None),
+    "examples": (
+        "dagwright.cli.examples",
+        "examples_app",
+        "Few-shot examples: load, query, list, delete.",
+    ),
+    "data": ("dagwright.cli.data", "data_app", "Data sources, tables, SQL across them, demo data."),
+    "tqa": ("dagwright.cli.tqa", "tqa_app", "AutoTQA: agents answering questions over tables."),
+    "eval": ("dagwright.cli.eval", "eval_app", "Evaluation: metrics, datasets, batch runs."),
+    "methods": ("dagwright.cli.methods", "methods_app", "The papers' methods as apps."),
+}
+
+
+def _load_command(name: str) -> Command:
+    module_name, attribute, group_help = LAZY_COMMANDS[name]
+    target = getattr(importlib.import_module(module_name), attribute)
+    holder = typer.Typer()
+    if isinstance(target, typer.Typer):
+        holder.add_typer(target, name=name, help=group_help)
+    else:
+        holder.command(name)(target)
+    return typer.main.get_group(holder).commands[name]
+
+
+class _LazyGroup(TyperGroup):
+    """The top-level group: its own commands plus LAZY_COMMANDS, imported on first use."""
+
+    def list_commands(self, ctx: Context) -> list[str]:
+        return [*super().list_commands(ctx), *(n for n in LAZY_COMMANDS if n not in self.commands)]
+
+    def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
+        if cmd_name in LAZY_COMMANDS and cmd_name not in self.commands:
+            self.add_command(_load_command(cmd_name), cmd_name)
+        return super().get_command(ctx, cmd_name)
+
 
 app = typer.Typer(
     name="dagwright",
@@ -39,6 +73,7 @@ app = typer.Typer(
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    cls=_LazyGroup,
 )
 
 EXIT_RUN_FAILED = 1
@@ -47,10 +82,14 @@ EXAMPLES_DIR = Path(__file__).resolve().parents[3] / "flows" / "examples"
 
 
 def _to_json(value: Any) -> str:
+    from pydantic_core import to_jsonable_python
+
     return json.dumps(to_jsonable_python(value, fallback=repr), ensure_ascii=False, indent=2)
 
 
 def _registry() -> Registry:
+    from dagwright.registry import Registry
+
     try:
         return Registry.default()
     except DagwrightError as exc:
@@ -58,6 +97,8 @@ def _registry() -> Registry:
 
 
 def _print_trace(result: RunResult, plan: CompiledFlow) -> None:
+    from dagwright.runtime import build_trace
+
     typer.echo("\ntrace (ms since the run started):", err=True)
     header = (
         f"  {'node':<20} {'block':<16} {'status':<10} {'start':>9} {'duration':>9} {'tokens':>7}"
@@ -93,6 +134,8 @@ class _LivePrinter:
         self._streaming: str | None = None  # the node whose tokens are being printed
 
     def __call__(self, event: RunEvent) -> None:
+        from dagwright.runtime import NodeFailed, NodeFinished, NodeMessage, NodeSkipped
+
         if isinstance(event, NodeMessage) and event.kind == "token":
             if self._streaming != event.node:
                 self._end_stream()
@@ -137,6 +180,9 @@ def run(
     ] = None,
 ) -> None:
     """Run a flow file and print its outputs."""
+    from dagwright.cli.execution import run_plan
+    from dagwright.runtime import build_trace, compile_flow, load_flow
+
     inputs = parse_inputs(input_ or [])
     registry = _registry()
     try:
@@ -190,6 +236,8 @@ def validate(
     as_json: Annotated[bool, typer.Option("--json", help="Print problems as JSON.")] = False,
 ) -> None:
     """Check a flow file and print every problem; exits non-zero when there are errors."""
+    from dagwright.runtime import analyse, load_flow
+
     registry = _registry()
     try:
         flow = load_flow(flow_file)
@@ -217,6 +265,8 @@ def blocks(
     category: Annotated[str | None, typer.Option(help="Only this category.")] = None,
 ) -> None:
     """List the registered blocks with their ports."""
+    from dagwright.registry import type_name
+
     registry = _registry()
     specs = [s for s in registry if category is None or s.category == category]
     if as_json:
@@ -242,6 +292,9 @@ def demo(
     folder: Annotated[Path, typer.Option(help="Folder of example flows.")] = EXAMPLES_DIR,
 ) -> None:
     """Run every example flow with its default inputs (the product's offline demo)."""
+    from dagwright.cli.execution import run_plan
+    from dagwright.runtime import FlowInvalidError, compile_flow, load_flow
+
     registry = _registry()
     files = sorted(folder.glob("*.json"))
     if not files:
@@ -265,13 +318,3 @@ def demo(
             typer.echo(f"   {name}: {value if isinstance(value, str) else _to_json(value)}")
         failures += result.status != "succeeded"
     raise typer.Exit(EXIT_RUN_FAILED if failures else 0)
-
-
-app.command("mock-llm")(mock_llm)
-app.command()(serve)
-app.command()(call)
-app.command()(export)
-app.command("import")(import_)
-app.add_typer(examples_app, name="examples", help="Few-shot examples: load, query, list, delete.")
-app.add_typer(data_app, name="data", help="Data sources, tables, SQL across them, demo data.")
-app.add_typer(tqa_app, name="tqa", help="AutoTQA: agents answering questions over tables.")

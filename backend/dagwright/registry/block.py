@@ -16,8 +16,12 @@
   `Route[T]` makes a condition block whose output goes down one named branch.
 - A parameter annotated `NodeContext` receives the running node's context (events, ids).
 - `**ports: T` takes input ports whose names come from the configuration (`dynamic_ports`).
-- async functions run on the event loop; sync ones run in a worker thread unless declared
-  `inline=True` (pure, quick work where a thread hop costs more than the work itself).
+- async functions run on the event loop. Sync ones are timed by the executor: a block type
+  whose calls stay under a budget (1 ms) runs on the loop, since a thread hop would cost more
+  than the work, and one that runs longer moves to worker threads for good
+  (runtime/executor.py, SyncPolicy). `inline=True` always runs on the loop (pure, quick
+  work); `blocking=True` always runs in a thread (I/O, sleeps, long computations), which also
+  spares the first calls a measurement.
 """
 
 from __future__ import annotations
@@ -40,7 +44,9 @@ CATEGORIES: tuple[Category, ...] = typing.get_args(Category)
 # What a block is for the runtime: most are steps; input blocks take a value given to the run
 # and output blocks name a value the run returns.
 Role = Literal["step", "flow_input", "flow_output"]
-ExecutionMode = Literal["inline", "async", "thread"]
+# inline: on the loop; async: awaited; thread: a worker thread; auto: a sync block timed by
+# the executor, on the loop while its calls are quick, else in threads.
+ExecutionMode = Literal["inline", "async", "thread", "auto"]
 
 T = TypeVar("T")
 ConfigT = TypeVar("ConfigT", bound=BaseModel)
@@ -215,6 +221,7 @@ def block(
     description: str,
     example: str = "",
     inline: bool = False,
+    blocking: bool = False,
     role: Role = "step",
     branches: Sequence[str] | Callable[[Any], Sequence[str]] | None = None,
     dynamic_ports: Callable[[Any], Sequence[str]] | None = None,
@@ -231,6 +238,7 @@ def block(
             description=description,
             example=example,
             inline=inline,
+            blocking=blocking,
             role=role,
             branches=branches,
             dynamic_ports=dynamic_ports,
@@ -255,6 +263,7 @@ def _build_spec(
     description: str,
     example: str,
     inline: bool,
+    blocking: bool,
     role: Role,
     branches: Sequence[str] | Callable[[Any], Sequence[str]] | None,
     dynamic_ports: Callable[[Any], Sequence[str]] | None,
@@ -273,7 +282,13 @@ def _build_spec(
     is_async = inspect.iscoroutinefunction(fn)
     if is_async and inline:
         raise _fail(fn, "inline=True is for sync functions; async ones already run on the loop")
-    mode: ExecutionMode = "async" if is_async else ("inline" if inline else "thread")
+    if is_async and blocking:
+        raise _fail(fn, "blocking=True is for sync functions; an async one must not block")
+    if inline and blocking:
+        raise _fail(fn, "inline=True and blocking=True contradict each other: choose one")
+    mode: ExecutionMode = "async"
+    if not is_async:
+        mode = "inline" if inline else "thread" if blocking else "auto"
 
     try:
         hints = get_type_hints(fn, include_extras=True)

@@ -59,6 +59,11 @@ class Registry:
             raise RegistryError("; ".join(problems))
         return cls.from_modules(modules)
 
+    def extended(self, specs: Iterable[BlockSpec]) -> Registry:
+        """This registry plus blocks made at run time (registry/dynamic.py); a name taken
+        twice is reported as for modules."""
+        return Registry([*self._blocks.values(), *specs])
+
     def __contains__(self, name: object) -> bool:
         return name in self._blocks
 

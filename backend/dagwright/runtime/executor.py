@@ -4,8 +4,11 @@ Scheduling is a ready queue drained by a bounded pool of worker coroutines. A no
 ready when every wired input port is resolved; a worker that finishes a node keeps going with
 the next ready one (so a chain runs in one task without a trip through the event loop per
 node) and starts extra workers only when more than one node is ready, up to the run's
-concurrency limit. Sync blocks run in a thread pool, async ones on the loop, `inline` ones
-directly.
+concurrency limit. Async blocks are awaited on the loop, `inline` ones called on it,
+`blocking` ones run in a thread pool; other sync blocks are placed by SyncPolicy: in threads
+until their calls prove quick, then on the loop (a thread hop costs 50-130 us, 15-35 times a
+quick block), and back in threads for good once they overrun. A worker that has held the loop
+for `SyncPolicy.turn` gives it a turn, so a long chain of quick nodes cannot stall it either.
 
 Skipping is explicit: an edge carries either a value or SKIPPED. A port is resolved by its
 first non-skipped value (merge), or as skipped once all its edges are skipped; a node with a
@@ -89,6 +92,134 @@ def _default_thread_pool() -> ThreadPoolExecutor:
 
 
 @dataclass(slots=True)
+class SyncTiming:
+    """What SyncPolicy knows of one sync block type."""
+
+    inline: bool = False  # runs on the loop now
+    pinned: bool = False  # overran on the loop: in threads for good
+    streak: int = 0  # quick calls in a row, timed in a thread
+    debt: float = 0.0  # loop time beyond the budget not yet paid back by quicker calls
+    calls_inline: int = 0
+    calls_thread: int = 0
+
+
+class SyncPolicy:
+    """Where a sync block declared neither `inline=True` nor `blocking=True` runs.
+
+    Its first calls run in the thread pool, timed inside the thread; after `trials` calls in a
+    row each within `budget`, the block type runs on the loop, called directly. Each call on
+    the loop is timed too: the time beyond the budget is a debt that quicker calls pay back
+    (a leaky bucket), and once it passes `allowance` the type goes back to threads for good.
+    So no new block type ever holds the loop on its first call, a call on the loop that does
+    not end the type's stay there holds it at most `budget + allowance`, and each type can
+    overrun that only once (the call that cannot be interrupted). Nodes with a timeout always
+    run in threads, where the run can stop waiting for them.
+
+    On a loaded machine the OS may take the CPU from the loop's thread in the middle of a
+    quick call: an overrun during which that thread neither computed nor waited (for I/O, a
+    sleep, a lock or the GIL) but was preempted is not the block's doing and costs it no debt
+    (Linux: the thread's context switches and CPU time since the worker's turn began).
+
+    Kept by the executor's options, so one server learns each block type once; the counts
+    are read and written on the loop only."""
+
+    def __init__(
+        self,
+        budget: float = 0.001,
+        allowance: float = 0.004,
+        trials: int = 2,
+        turn: float = 0.001,
+    ) -> None:
+        self.budget = budget
+        self.allowance = allowance
+        self.trials = trials
+        # A worker that has run nodes for this long without the loop turning yields to it.
+        self.turn = turn
+        self._timings: dict[Callable[..., Any], SyncTiming] = {}
+        # The loop thread's context switches and CPU time when a worker's turn began.
+        self._mark: Any = None
+        self._mark_cpu = 0.0
+        self._marked_at = float("-inf")
+
+    def mark(self) -> None:
+        """A worker's turn on the loop begins. Read at most once a turn (~5 us a read): an
+        older mark only makes `_preempted` more cautious."""
+        now = time.perf_counter()
+        if _thread_usage is not None and now - self._marked_at >= self.turn:
+            self._marked_at = now
+            self._mark = _thread_usage()
+            self._mark_cpu = time.thread_time()  # getrusage's times are too coarse here
+
+    def _preempted(self, elapsed: float) -> bool:
+        """Whether the loop's thread spent most of an overrun taken off the CPU by the OS,
+        neither computing nor waiting of its own accord."""
+        base = self._mark
+        if base is None or _thread_usage is None:
+            return False
+        now = _thread_usage()
+        cpu = time.thread_time() - self._mark_cpu
+        waited = now.ru_nvcsw != base.ru_nvcsw  # I/O, sleep, a lock, the GIL
+        return not waited and now.ru_nivcsw != base.ru_nivcsw and cpu < elapsed / 2
+
+    def timing(self, fn: Callable[..., Any]) -> SyncTiming:
+        found = self._timings.get(fn)
+        if found is None:
+            found = self._timings[fn] = SyncTiming()
+        return found
+
+    def ran_in_thread(self, timing: SyncTiming, elapsed: float) -> None:
+        timing.calls_thread += 1
+        if timing.pinned or timing.inline:
+            return
+        if elapsed <= self.budget:
+            timing.streak += 1
+            if timing.streak >= self.trials:
+                timing.inline = True
+                timing.debt = 0.0
+        else:
+            timing.streak = 0
+
+    def ran_inline(self, timing: SyncTiming, elapsed: float) -> None:
+        timing.calls_inline += 1
+        if elapsed > self.budget and self._preempted(elapsed):
+            return
+        timing.debt = max(0.0, timing.debt + elapsed - self.budget)
+        if timing.debt > self.allowance:
+            timing.inline = False
+            timing.pinned = True
+
+    def placement(self) -> dict[str, str]:
+        """Each block function seen, by module.name: 'loop', 'thread' (for good) or
+        'trial' (in threads until its calls prove quick)."""
+        return {
+            f"{fn.__module__}.{fn.__qualname__}": (
+                "loop" if t.inline else "thread" if t.pinned else "trial"
+            )
+            for fn, t in self._timings.items()
+        }
+
+
+def _linux_thread_usage() -> Callable[[], Any] | None:
+    try:
+        import resource
+
+        thread = resource.RUSAGE_THREAD  # Linux only
+    except (ImportError, AttributeError):
+        return None
+    return functools.partial(resource.getrusage, thread)
+
+
+_thread_usage = _linux_thread_usage()
+
+
+def _timed(fn: Callable[..., Any], kwargs: dict[str, Any]) -> tuple[Any, float]:
+    """Call fn in a worker thread and say how long it took there (not the hop)."""
+    started = time.perf_counter()
+    result = fn(**kwargs)
+    return result, time.perf_counter() - started
+
+
+@dataclass(slots=True)
 class ExecutorOptions:
     concurrency: int = DEFAULT_CONCURRENCY  # nodes running at once in one run
     # async and sync nodes running at once across every run of one executor (None: no limit)
@@ -98,6 +229,8 @@ class ExecutorOptions:
     thread_pool: ThreadPoolExecutor | None = None
     # What blocks may ask their NodeContext for, by class (model providers, secrets...).
     services: Mapping[type, object] = field(default_factory=dict)
+    # Where sync blocks run (loop or threads), learnt per block type; shared by the runs.
+    sync_policy: SyncPolicy = field(default_factory=SyncPolicy)
 
 
 @dataclass(frozen=True, slots=True)
@@ -146,7 +279,8 @@ class Run:
         self._pending: list[list[int]] = [list(n.port_edge_counts) for n in nodes]
         self._unresolved: list[int] = [len(n.port_names) for n in nodes]
         self._settled = 0  # nodes finished or skipped
-        self._ready: deque[PlanNode] = deque()
+        self._ready: deque[tuple[PlanNode, bool]] = deque()  # (node, whether it may wait)
+        self._sync = options.sync_policy
         self._ready_waiting = 0  # ready nodes that may wait (async or thread), not inline
         self._running: dict[int, float] = {}
         self._workers: set[asyncio.Task[None]] = set()
@@ -332,9 +466,19 @@ class Run:
     # -- scheduling ----------------------------------------------------------------------
 
     def _enqueue(self, node: PlanNode) -> None:
-        self._ready.append(node)
-        if node.spec.mode != "inline":
+        waits = node.spec.mode != "inline" and self._sync_timing(node) is None
+        self._ready.append((node, waits))
+        if waits:
             self._ready_waiting += 1
+
+    def _sync_timing(self, node: PlanNode) -> SyncTiming | None:
+        """The timing of a sync block that SyncPolicy has put on the loop, else None."""
+        if node.spec.mode != "auto" or node.timeout is not None:
+            return None
+        if self._options.node_timeout is not None:
+            return None
+        timing = self._sync.timing(node.spec.fn)
+        return timing if timing.inline else None
 
     def _spawn(self, reserve: int) -> None:
         """Start workers for ready nodes, keeping `reserve` for the calling worker. Only nodes
@@ -349,11 +493,23 @@ class Run:
 
     async def _worker(self) -> None:
         ready = self._ready
+        turn = self._sync.turn
+        due = time.perf_counter() + turn
+        self._sync.mark()
         while ready and not self._ended:
-            node = ready.popleft()
-            if node.spec.mode != "inline":
+            node, waits = ready.popleft()
+            if waits:
                 self._ready_waiting -= 1
             await self._run_node(node)
+            if time.perf_counter() > due:
+                # Nodes that return without awaiting (inline, quick sync, async with nothing
+                # to wait for) never let the loop turn: give it one, then go on. Twice: the
+                # first resumption is queued ahead of the I/O and timers the loop polls next,
+                # the second behind them.
+                await asyncio.sleep(0)
+                await asyncio.sleep(0)
+                due = time.perf_counter() + turn
+                self._sync.mark()
 
     async def _run_node(self, node: PlanNode) -> None:
         index = node.index
@@ -381,6 +537,10 @@ class Run:
         if spec.role == "flow_input":
             kwargs["value"] = self._input_values[index]
         mode = spec.mode
+        timing: SyncTiming | None = None  # a sync block placed by SyncPolicy
+        if mode == "auto":
+            timing = self._sync.timing(spec.fn)
+            mode = "inline" if self._sync_timing(node) is not None else "thread"
         if spec.context_param:
             threaded = mode == "thread"
             kwargs[spec.context_param] = NodeContext(
@@ -399,13 +559,13 @@ class Run:
             self._emit(NodeStarted(self.run_id, started - self._t0, node.id, spec.name, inputs))
             try:
                 if node.on_error is not None:
-                    result = await self._call_guarded(node, kwargs)
+                    result = await self._call_guarded(node, kwargs, mode, timing)
                 elif mode == "inline":
-                    result = spec.fn(**kwargs)
+                    result = self._call_inline(node, kwargs, timing)
                 elif node.timeout is None and self._options.node_timeout is None:
-                    result = await self._call(node, kwargs)
+                    result = await self._call(node, kwargs, timing)
                 else:
-                    result = await self._call_with_timeout(node, kwargs)
+                    result = await self._call_with_timeout(node, kwargs, timing)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
@@ -419,34 +579,58 @@ class Run:
         self._complete(node, result, started)
         self._spawn(reserve=1)
 
-    async def _call_guarded(self, node: PlanNode, kwargs: dict[str, Any]) -> Any:
+    async def _call_guarded(
+        self, node: PlanNode, kwargs: dict[str, Any], mode: str, timing: SyncTiming | None
+    ) -> Any:
         """A node with an error policy: each attempt runs as the block's mode says, and a
         failing one is retried with backoff (runtime/error_policy.py)."""
         assert node.on_error is not None
 
         async def attempt() -> Any:
-            if node.spec.mode == "inline":
-                return node.spec.fn(**kwargs)
+            if mode == "inline":
+                return self._call_inline(node, kwargs, timing)
             if node.timeout is None and self._options.node_timeout is None:
-                return await self._call(node, kwargs)
-            return await self._call_with_timeout(node, kwargs)
+                return await self._call(node, kwargs, timing)
+            return await self._call_with_timeout(node, kwargs, timing)
 
         return await call_with_retries(
             node.on_error, attempt, functools.partial(self._emit_message, node.id, "retry")
         )
 
-    def _call(self, node: PlanNode, kwargs: dict[str, Any]) -> Awaitable[Any]:
+    def _call_inline(
+        self, node: PlanNode, kwargs: dict[str, Any], timing: SyncTiming | None
+    ) -> Any:
+        if timing is None:
+            return node.spec.fn(**kwargs)
+        started = time.perf_counter()
+        try:
+            return node.spec.fn(**kwargs)
+        finally:  # a call that fails held the loop as long
+            self._sync.ran_inline(timing, time.perf_counter() - started)
+
+    def _call(
+        self, node: PlanNode, kwargs: dict[str, Any], timing: SyncTiming | None = None
+    ) -> Awaitable[Any]:
         if node.spec.mode == "async":
             return node.spec.fn(**kwargs)  # type: ignore[no-any-return]
+        if timing is not None:
+            return self._call_timed(node, kwargs, timing)
         # A thread cannot be stopped: on timeout or cancellation the run stops waiting for it.
         return self._loop.run_in_executor(self._pool, functools.partial(node.spec.fn, **kwargs))
 
-    async def _call_with_timeout(self, node: PlanNode, kwargs: dict[str, Any]) -> Any:
+    async def _call_timed(self, node: PlanNode, kwargs: dict[str, Any], timing: SyncTiming) -> Any:
+        result, elapsed = await self._loop.run_in_executor(self._pool, _timed, node.spec.fn, kwargs)
+        self._sync.ran_in_thread(timing, elapsed)
+        return result
+
+    async def _call_with_timeout(
+        self, node: PlanNode, kwargs: dict[str, Any], timing: SyncTiming | None = None
+    ) -> Any:
         limit = node.timeout if node.timeout is not None else self._options.node_timeout
         scope = asyncio.timeout(limit)
         try:
             async with scope:
-                return await self._call(node, kwargs)
+                return await self._call(node, kwargs, timing)
         except TimeoutError:
             if scope.expired():
                 raise NodeTimeoutError(f"did not finish within {limit:g}s") from None

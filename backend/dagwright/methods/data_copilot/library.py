@@ -35,6 +35,11 @@ class InterfaceLibrary:
             newest.setdefault(row.name, row)
         return list(newest.values())
 
+    def sources(self) -> list[str]:
+        with session(self._engine) as db:
+            found = db.exec(select(DcInterface.source).distinct()).all()
+        return sorted(found)
+
     def interfaces(self, source: str) -> list[Interface]:
         return [Interface.model_validate(r.definition) for r in self._rows(source) if not r.deleted]
 

@@ -1,0 +1,293 @@
+"""Cold start: what a command costs before it does its work (issue 14, item 2).
+
+(a) imports of `dagwright run` on a 10-node flow of text blocks, read from
+    `python -X importtime`: the sum of the top-level imports, best of N (it is wall-clock
+    time, and load from other processes only adds to it; goal <= 0.30 s), beside the floor
+    every command pays (pydantic and typer, measured the same way); and the heavy
+    packages such a flow must not load (FastAPI, SQLModel/SQLAlchemy, DuckDB, pyarrow,
+    Qdrant, openai, numpy, networkx, httpx...): any of them fails the benchmark. (importtime
+    lists what `import` statements load: the block modules the registry loads through
+    importlib are not listed themselves, their imports are);
+(b) `dagwright run` of that flow as a whole process, spawn to exit (goal <= 0.5 s), beside
+    `python -c "import pydantic, typer"`;
+(c) `dagwright serve` to its first answered request (GET /api/v1/health), on a fresh data
+    folder (migrations from scratch) and on one that exists (a restart) (goal <= 1.0 s),
+    beside a bare FastAPI app under uvicorn started the same way.
+
+Process figures are medians of N runs, each printed as wall time and CPU time (user +
+system of the process). The goals are judged on the CPU time: on a shared machine the wall
+clock also counts the time other processes hold the CPU (wall is printed beside it; on an
+idle machine the two agree within the I/O a start-up does).
+
+Run: .venv/bin/python benchmarks/cold_start.py [--runs N]   (exits 1 when over a goal)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import resource
+import shutil
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from dataclasses import dataclass
+from pathlib import Path
+
+GOAL_IMPORT_S = 0.30
+GOAL_RUN_S = 0.5
+GOAL_SERVE_S = 1.0
+# Packages a flow of text blocks must not import (each costs 50 ms to over a second).
+FORBIDDEN = (
+    "fastapi",
+    "starlette",
+    "uvicorn",
+    "sqlmodel",
+    "sqlalchemy",
+    "alembic",
+    "duckdb",
+    "pyarrow",
+    "pandas",
+    "qdrant_client",
+    "qdrant_edge",
+    "openai",
+    "numpy",
+    "networkx",
+    "httpx",
+    "jsonschema",
+)
+PYTHON = sys.executable
+
+TEN_NODES = {
+    "format": "dagwright.flow",
+    "version": 1,
+    "name": "ten",
+    "nodes": [
+        {"id": "name", "block": "text_input", "config": {"name": "name", "default": "world"}},
+        {
+            "id": "greet",
+            "block": "template",
+            "config": {"template": "Hello, {{ name }}! Welcome to Dagwright, {{ name }}."},
+        },
+        {"id": "words", "block": "text_split", "config": {"separator": " "}},
+        {"id": "joined", "block": "text_join", "config": {"separator": "-"}},
+        {"id": "count", "block": "list_length", "config": {}},
+        {"id": "caps", "block": "regex_find_all", "config": {"pattern": "[A-Z][a-z]+"}},
+        {"id": "caps_json", "block": "to_json", "config": {}},
+        {"id": "out_text", "block": "output", "config": {"name": "text"}},
+        {"id": "out_count", "block": "output", "config": {"name": "words"}},
+        {"id": "out_caps", "block": "output", "config": {"name": "capitalised"}},
+    ],
+    "edges": [
+        {"source": {"node": s, "port": "output"}, "target": {"node": t, "port": p}}
+        for s, t, p in (
+            ("name", "greet", "name"),
+            ("greet", "words", "text"),
+            ("words", "joined", "texts"),
+            ("words", "count", "items"),
+            ("greet", "caps", "text"),
+            ("caps", "caps_json", "value"),
+            ("joined", "out_text", "value"),
+            ("count", "out_count", "value"),
+            ("caps_json", "out_caps", "value"),
+        )
+    ],
+}
+
+BARE_APP = """
+from fastapi import FastAPI
+
+app = FastAPI()
+
+
+@app.get("/api/v1/health")
+def health() -> dict[str, str]:
+    return {"status": "ok"}
+"""
+
+
+@dataclass(slots=True)
+class Timing:
+    wall: float
+    cpu: float
+
+
+def median(timings: list[Timing]) -> Timing:
+    return Timing(
+        statistics.median(t.wall for t in timings), statistics.median(t.cpu for t in timings)
+    )
+
+
+def _children_cpu() -> float:
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def time_process(command: list[str], env: dict[str, str] | None = None) -> Timing:
+    cpu0, wall0 = _children_cpu(), time.perf_counter()
+    done = subprocess.run(command, capture_output=True, text=True, env=env)
+    wall = time.perf_counter() - wall0
+    if done.returncode != 0:
+        raise SystemExit(f"{' '.join(command)} failed:\n{done.stderr}")
+    return Timing(wall, _children_cpu() - cpu0)
+
+
+def import_seconds(command: list[str]) -> tuple[float, set[str]]:
+    """Sum of the top-level imports under -X importtime, and every module imported."""
+    done = subprocess.run(
+        [PYTHON, "-X", "importtime", *command], capture_output=True, text=True, check=True
+    )
+    total, modules = 0, set()
+    for line in done.stderr.splitlines():
+        match = re.match(r"import time:\s+(\d+) \|\s+(\d+) \|( *)(\S+)", line)
+        if not match:
+            continue
+        modules.add(match.group(4))
+        if len(match.group(3)) == 1:  # a top-level import: its figure includes its children
+            total += int(match.group(2))
+    return total / 1e6, modules
+
+
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+        return port
+
+
+def _process_cpu(pid: int) -> float | None:
+    """CPU seconds of a running process so far (Linux /proc), else None."""
+    try:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    ticks = os.sysconf("SC_CLK_TCK")
+    return (int(fields[11]) + int(fields[12])) / ticks
+
+
+def time_server(command: list[str], port: int, env: dict[str, str], cwd: str | None) -> Timing:
+    """Spawn -> first answered GET /api/v1/health."""
+    url = f"http://127.0.0.1:{port}/api/v1/health"
+    began = time.perf_counter()
+    server = subprocess.Popen(
+        command, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
+    )
+    try:
+        while True:
+            if server.poll() is not None:
+                assert server.stderr is not None
+                raise SystemExit(f"{' '.join(command)} exited:\n{server.stderr.read().decode()}")
+            try:
+                with urllib.request.urlopen(url, timeout=1) as response:
+                    if response.status == 200:
+                        break
+            except OSError:
+                pass
+            if time.perf_counter() - began > 60:
+                raise SystemExit(f"no answer from {url} within 60 s")
+            time.sleep(0.005)
+        wall = time.perf_counter() - began
+        cpu = _process_cpu(server.pid)
+    finally:
+        server.terminate()
+        server.wait(timeout=15)
+    return Timing(wall, cpu if cpu is not None else float("nan"))
+
+
+def row(label: str, measured: Timing, baseline: Timing, goal: float | None) -> bool:
+    """Prints one figure; True when it is over its goal (judged on CPU time)."""
+    text = (
+        f"  {label}: {measured.cpu:.3f} s CPU, {measured.wall:.3f} s wall; "
+        f"x{measured.cpu / baseline.cpu:.2f} of the baseline (CPU)"
+    )
+    over = False
+    if goal is not None:
+        over = not measured.cpu <= goal
+        text += f"; goal <= {goal:g} s: x{measured.cpu / goal:.2f} {'OVER GOAL' if over else 'ok'}"
+    print(text)
+    return over
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--runs", type=int, default=7)
+    args = parser.parse_args()
+    folder = Path(tempfile.mkdtemp(prefix="dagwright-cold-"))
+    flow = folder / "ten.json"
+    flow.write_text(json.dumps(TEN_NODES))
+    run_command = ["-m", "dagwright", "run", str(flow), "-i", "name=Ann"]
+    floor_command = ["-c", "import pydantic, typer"]
+    env = {**os.environ, "DAGWRIGHT_DATA_DIR": str(folder / "data")}
+    env.pop("DAGWRIGHT_BLOCKS_PATH", None)
+    failed = False
+
+    print(f"(a) imports of `dagwright run` on a 10-node flow, best of {args.runs} (median)")
+    imports, floor = [], []
+    loaded: set[str] = set()
+    for _ in range(args.runs):
+        seconds, modules = import_seconds(run_command)
+        imports.append(seconds)
+        loaded |= modules
+        floor.append(import_seconds(floor_command)[0])
+    spent, floor_spent = min(imports), min(floor)
+    over = spent > GOAL_IMPORT_S
+    failed |= over
+    print(
+        f"  {spent:.3f} s of imports ({statistics.median(imports):.3f}); pydantic + typer "
+        f"alone: {floor_spent:.3f} s ({statistics.median(floor):.3f}), x{spent / floor_spent:.2f}"
+        f" of it; goal <= {GOAL_IMPORT_S:g} s: x{spent / GOAL_IMPORT_S:.2f} "
+        f"{'OVER GOAL' if over else 'ok'}"
+    )
+    heavy = sorted(name for name in FORBIDDEN if name in loaded)
+    failed |= bool(heavy)
+    print(f"  heavy packages imported: {', '.join(heavy) if heavy else 'none'}")
+
+    print(f"\n(b) `dagwright run` of the 10-node flow as a whole process, median of {args.runs}")
+    time_process([PYTHON, *run_command], env)  # warm the file cache
+    runs, floors = [], []
+    for _ in range(args.runs):
+        runs.append(time_process([PYTHON, *run_command], env))
+        floors.append(time_process([PYTHON, *floor_command]))
+    floor_timing = median(floors)
+    row("python -c 'import pydantic, typer' (baseline)", floor_timing, floor_timing, None)
+    failed |= row("dagwright run ten.json", median(runs), floor_timing, GOAL_RUN_S)
+
+    print(f"\n(c) server: spawn -> first answered GET /api/v1/health, median of {args.runs}")
+    bare = folder / "bare_app.py"
+    bare.write_text(BARE_APP)
+    fresh, restart, bare_runs = [], [], []
+    kept = folder / "kept"
+    for index in range(args.runs + 1):  # the first of each is a warm-up
+        port = free_port()
+        serve = [PYTHON, "-m", "dagwright", "serve", "--port", str(port)]
+        data = folder / f"fresh{index}"
+        timing = time_server(serve, port, {**env, "DAGWRIGHT_DATA_DIR": str(data)}, None)
+        shutil.rmtree(data, ignore_errors=True)
+        if index:
+            fresh.append(timing)
+        port = free_port()
+        serve = [PYTHON, "-m", "dagwright", "serve", "--port", str(port)]
+        timing = time_server(serve, port, {**env, "DAGWRIGHT_DATA_DIR": str(kept)}, None)
+        if index:
+            restart.append(timing)
+        port = free_port()
+        uvicorn = [PYTHON, "-m", "uvicorn", "bare_app:app", "--port", str(port)]
+        timing = time_server(uvicorn, port, {**env, "PYTHONPATH": str(folder)}, str(folder))
+        if index:
+            bare_runs.append(timing)
+    bare_timing = median(bare_runs)
+    row("bare FastAPI app under uvicorn (baseline)", bare_timing, bare_timing, None)
+    failed |= row("dagwright serve, fresh data folder", median(fresh), bare_timing, GOAL_SERVE_S)
+    failed |= row("dagwright serve, restart", median(restart), bare_timing, GOAL_SERVE_S)
+    shutil.rmtree(folder, ignore_errors=True)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
