@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Engine, insert, update
+from sqlalchemy import Engine, bindparam, insert, update
 from sqlmodel import col, select
 
 from dagwright.errors import ConflictError, InputError, NotFoundError
@@ -332,15 +332,29 @@ class EvaluationService:
             databases = FolderDatabases(folder, dialect)
             gold_databases = FolderDatabases(folder, "mysql")
         report = score_items(row.metric, items, databases, gold_databases)
+        table = EvalResult.__table__  # type: ignore[attr-defined]
+        scored = (
+            update(table)
+            .where(
+                table.c.evaluation_id == bindparam("evaluation"),
+                table.c.example_id == bindparam("example"),
+            )
+            .values(score=bindparam("s"), correct=bindparam("c"), detail=bindparam("d"))
+        )
         with self._db.begin() as connection:
-            for example in report.examples:
+            if report.examples:  # one statement, executed for every example (executemany)
                 connection.execute(
-                    update(EvalResult)
-                    .where(
-                        col(EvalResult.evaluation_id) == row.id,
-                        col(EvalResult.example_id) == example.id,
-                    )
-                    .values(score=example.score, correct=example.correct, detail=example.detail)
+                    scored,
+                    [
+                        {
+                            "evaluation": row.id,
+                            "example": e.id,
+                            "s": e.score,
+                            "c": e.correct,
+                            "d": e.detail,
+                        }
+                        for e in report.examples
+                    ],
                 )
             complete = len(results) >= len(examples)
             connection.execute(
