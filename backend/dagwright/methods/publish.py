@@ -21,6 +21,12 @@ METHOD_FLOWS = {
     "chain-of-table-fetaqa": "chain_of_table/fetaqa.json",
     "mac-sql-spider": "mac_sql/spider.json",
     "mac-sql-bird": "mac_sql/bird.json",
+    "finqa-single-agent": "finqa_reflection/single_agent.json",
+    "finqa-critic": "finqa_reflection/critic.json",
+    "finqa-two-critics": "finqa_reflection/two_critics.json",
+    # Data-Copilot on the library named "billing" (dagwright data demo-load): design, then ask.
+    "data-copilot-design": "data_copilot/design.json",
+    "data-copilot": "data_copilot/deploy.json",
 }
 # AutoTQA tools: name -> (app, what the Engineer reads).
 METHOD_TOOLS = {
