@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from sqlalchemy import delete, update
+from sqlalchemy import Engine, delete, update
 from sqlmodel import col
 
 from dagwright.errors import NotFoundError
@@ -55,7 +55,7 @@ def _count_rows_app(evaluations: EvaluationService, slug: str) -> None:
             ("pick", "output", "answer", "value"),
         ],
     )
-    apps = evaluations._apps
+    apps = evaluations.apps
     apps.create_app(slug, slug)
     version = apps.create_version(slug, flow)
     apps.publish(slug, version.id)
@@ -76,7 +76,7 @@ def _generic_dataset(folder: Path) -> Path:
 
 
 async def test_generic_dataset_run_resume_report(
-    evaluations: EvaluationService, tmp_path: Path
+    evaluations: EvaluationService, engine: Engine, tmp_path: Path
 ) -> None:
     path = _generic_dataset(tmp_path / "files")
     summary = evaluations.datasets.import_file("rowcounts", "generic", path)
@@ -98,7 +98,7 @@ async def test_generic_dataset_run_resume_report(
     assert all(first_runs.values())
 
     # An interruption loses the results not yet written: only those run again.
-    with evaluations._db.begin() as connection:
+    with engine.begin() as connection:
         connection.execute(delete(EvalResult).where(col(EvalResult.example_id) == "q2"))
         connection.execute(
             update(Evaluation).where(col(Evaluation.id) == row.id).values(status="interrupted")
@@ -168,9 +168,9 @@ async def test_spider_pack_execution_accuracy_and_comparison(
             ],
             [("question", "output", "sql", "question"), ("sql", "output", "answer", "value")],
         )
-        evaluations._apps.create_app(slug, slug)
-        version = evaluations._apps.create_version(slug, flow)
-        evaluations._apps.publish(slug, version.id)
+        evaluations.apps.create_app(slug, slug)
+        version = evaluations.apps.create_version(slug, flow)
+        evaluations.apps.publish(slug, version.id)
 
     # The pack's first two questions ask for the number of faculty members.
     constant_sql("countfaculty", "SELECT COUNT(*) FROM sp_activity_1.Faculty")
@@ -220,7 +220,7 @@ def test_every_table_of_the_wikitq_and_tabfact_packs_is_readable(
     sample of them through the query engine."""
     import pyarrow.dataset as ds
 
-    engine = evaluations.datasets._sources.engine()
+    engine = evaluations.datasets.sources.engine()
     for name, kind, path in (
         ("wqdev", "wikitq", PACKS / "wikitq" / "dev.tsv"),
         ("tfdev", "tabfact", PACKS / "tabfact" / "dev.jsonl"),
@@ -262,8 +262,8 @@ def test_spider_databases_served_from_a_database_server(
     )
     source = f"{name}_activity_1"
     try:
-        assert evaluations.datasets._sources.get(source).kind == server
-        engine = evaluations.datasets._sources.engine()
+        assert evaluations.datasets.sources.get(source).kind == server
+        engine = evaluations.datasets.sources.engine()
         faculty = engine.query(f"SELECT COUNT(*) AS n FROM {source}.Faculty").records()
         folder = Path(evaluations.datasets.row(name).folder)
         in_sqlite = FolderDatabases(folder, "mysql")("activity_1").execute(

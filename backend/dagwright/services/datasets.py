@@ -74,6 +74,11 @@ class DatasetService:
         self._folder = folder
         self._examples = examples  # for few-shot pools
 
+    @property
+    def sources(self) -> DataSourceService:
+        """The data sources the datasets' tables are registered in."""
+        return self._sources
+
     def import_file(
         self,
         name: str,
