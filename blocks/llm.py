@@ -8,7 +8,7 @@ Prompts are Jinja2 templates rendered in a sandbox; their variables are the inpu
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Annotated, Any, TypedDict
+from typing import TYPE_CHECKING, Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -79,12 +79,6 @@ class ChatScoredConfig(ChatConfig):
     top_logprobs: int | None = Field(
         None, ge=0, le=20, description="Also this many alternatives per token (0-20)."
     )
-
-
-class ScoredAnswer(TypedDict):
-    text: str
-    logprob: float | None  # the answer's log-probability (sum over its tokens); None: not given
-    tokens: list[dict[str, Any]]  # {token, logprob, top_logprobs}
 
 
 class CompletionConfig(ModelConfig):
@@ -269,10 +263,11 @@ async def chat_samples(
 )
 async def chat_scored(
     config: ChatScoredConfig, ctx: NodeContext, history: History = None, **variables: Any
-) -> list[ScoredAnswer]:
+) -> list[dict[str, Any]]:
     """Like `chat_samples`, but asks the provider for token log-probabilities (the API's
-    logprobs and top_logprobs) and returns each answer with its log-probability, the sum over
-    its tokens (None when the provider sends none), and the tokens themselves."""
+    logprobs and top_logprobs) and returns each answer as {text, logprob, tokens}: logprob
+    is the answer's log-probability, the sum over its tokens (None when the provider sends
+    none); tokens are {token, logprob, top_logprobs}."""
     request = _request(
         config, history, variables, n=config.n, logprobs=True, top_logprobs=config.top_logprobs
     )
