@@ -11,7 +11,7 @@ from typing import Any, Literal
 
 from dagwright.errors import DagwrightError
 
-SCHEMA = "https://vega.github.io/schema/vega-lite/v5.json"
+SCHEMA = "https://vega.github.io/schema/vega-lite/v6.json"
 Mark = Literal["bar", "line", "point", "area", "arc"]
 MARKS: tuple[str, ...] = ("bar", "line", "point", "area", "arc")
 MAX_POINTS = 5000  # a chart carries its data; more rows belong in a table

@@ -41,7 +41,7 @@ def test_a_published_chart_is_rendered_for_its_caller(server: LiveServer) -> Non
     response = server.api.run("cost-chart", key, {"rows": ROWS})
     assert response.status_code == 200, response.text
     spec = response.json()["outputs"]["chart"]
-    assert spec["$schema"].endswith("vega-lite/v5.json")
+    assert spec["$schema"].endswith("vega-lite/v6.json")
     assert spec["encoding"]["x"] == {"field": "day", "type": "temporal"}
     anonymous = server.client()
     try:

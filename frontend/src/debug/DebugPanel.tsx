@@ -27,6 +27,7 @@ import {
   type FormValues,
 } from "./inputs";
 import { JsonViewer } from "./JsonViewer";
+import { ChartsOf } from "../charts/ChartView";
 import { IterationPanel } from "./IterationStrip";
 import {
   ChatView,
@@ -646,6 +647,7 @@ export function DebugPanel({
                   testId="run-outputs"
                   empty={isFinal(run.phase) ? "No outputs." : "Not finished yet."}
                 />
+                <ChartsOf value={run.outputs} testId="run-charts" />
                 {run.inputs && (
                   <>
                     <h4>Inputs</h4>

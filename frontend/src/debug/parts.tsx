@@ -7,6 +7,7 @@ import { topLevel } from "./iterations";
 import { ganttLayout, overlaps } from "./gantt";
 import type { ChatMessage, ChatSetup, FormValues, InputField } from "./inputs";
 import { JsonViewer } from "./JsonViewer";
+import { ChartsOf } from "../charts/ChartView";
 import { streamedText, type NodeView, type RunPhase, type RunState } from "./runState";
 import type { RunRecord } from "./types";
 
@@ -444,6 +445,8 @@ export function NodeInspector({
           )}
         </div>
       ) : (
+        <>
+        {node.hasOutput && <ChartsOf value={node.output} testId="debug-output-charts" />}
         <JsonViewer
           value={node.hasOutput ? node.output : undefined}
           testId="debug-output"
@@ -455,6 +458,7 @@ export function NodeInspector({
                 : "No output."
           }
         />
+        </>
       )}
       <h4>Inputs</h4>
       <JsonViewer

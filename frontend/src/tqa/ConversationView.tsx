@@ -5,6 +5,7 @@
 import { useState } from "react";
 import { formatCost, formatSeconds } from "../debug/format";
 import { JsonViewer } from "../debug/JsonViewer";
+import { ChartsOf } from "../charts/ChartView";
 import { CopyButton } from "../ui/Modal";
 import {
   agentColour,
@@ -422,6 +423,7 @@ export function AnswerPanel({ answer, scripted }: { answer: TqaAnswer; scripted:
         </span>
       </header>
       <AnswerBody answer={answer} />
+      <ChartsOf value={answer} testId="tqa-answer-charts" />
       {answer.evidence.length > 0 ? (
         <div className="tqa-evidence" data-testid="tqa-evidence">
           <h4>Evidence</h4>
