@@ -10,6 +10,7 @@ vote and chain step is in the run's trace.
 from __future__ import annotations
 
 import asyncio
+import math
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
@@ -228,7 +229,8 @@ async def _add_column(
     single = Decoding(temperature=0.0, max_tokens=150)
     rest = await asyncio.gather(*(_ask(ctx, config, single, p, None) for p in prompts))
     contents = values + [args.add_column_value(r[0][0]) for r in rest]
-    out["arguments"] = [[[column, contents], 1.0]]
+    # The official confidence of the pick: its first answer's probability.
+    out["arguments"] = [[[column, contents], math.exp(answers[0][1])]]
     out["calls"] += len(prompts)
     return out
 

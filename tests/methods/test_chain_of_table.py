@@ -14,7 +14,14 @@ import pytest
 
 from dagwright.llm.gateway import LLMGateway
 from dagwright.registry import Registry
-from dagwright.runtime import Executor, ExecutorOptions, RunResult, compile_flow, parse_flow
+from dagwright.runtime import (
+    Executor,
+    ExecutorOptions,
+    NodeFinished,
+    RunResult,
+    compile_flow,
+    parse_flow,
+)
 from support.models import gateway_for, scripted_server
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -48,6 +55,26 @@ def _event_data(result: RunResult, kind: str) -> list[dict[str, Any]]:
     ]
 
 
+def _node_outputs(result: RunResult, suffix: str) -> list[Any]:
+    """The outputs of the nodes whose path ends with `suffix`, in the order they finished."""
+    return [
+        event.output
+        for event in result.events
+        if isinstance(event, NodeFinished) and event.node.endswith(suffix)
+    ]
+
+
+def _rounded(value: Any) -> Any:
+    # Votes are sums of exp(log-probability): equal up to the last bits of a float.
+    if isinstance(value, float):
+        return round(value, 9)
+    if isinstance(value, list | tuple):
+        return [_rounded(v) for v in value]
+    if isinstance(value, dict):
+        return {k: _rounded(v) for k, v in value.items()}
+    return value
+
+
 def _score(case: dict[str, Any], answer: str) -> float:
     from dagwright.evaluation.metrics import fetaqa, tabfact, wikitq
     from dagwright.evaluation.metrics.base import Item
@@ -71,6 +98,13 @@ async def test_the_flow_does_what_the_official_implementation_does(
     assert [step["table"] for step in state["steps"]] == expected["tables"]
     assert state["table"] == expected["final_table"]
     assert state["group_sub_table"] == expected["group_sub_table"]
+    # Every vote: the ranked arguments with their confidences, operation by operation.
+    votes = [
+        {"operation": args["operation"], "arguments": args["arguments"]}
+        for args in _node_outputs(result, "/args")
+        if args["operation"] != "<END>"
+    ]
+    assert _rounded(votes) == _rounded(expected["votes"])
     # The official final answer, read and scored by the official metric.
     answer = result.outputs["answer"]
     official = expected["answer"].strip()
