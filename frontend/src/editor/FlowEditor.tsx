@@ -51,6 +51,7 @@ import {
   newNode,
   withEdgePorts,
 } from "./graph";
+import { LevelOfDetail } from "./LevelOfDetail";
 import { History } from "./history";
 import { NODE_WIDTH, layoutGraph } from "./layout";
 import { Palette } from "./Palette";
@@ -934,7 +935,7 @@ export function FlowEditor(props: Props) {
               multiSelectionKeyCode={["Control", "Meta"]}
               fitView={initial.nodes.length > 0}
               fitViewOptions={{ padding: 0.1, maxZoom: 1.2 }}
-              minZoom={0.05}
+              minZoom={0.02}
               maxZoom={2}
               proOptions={{ hideAttribution: true }}
               defaultEdgeOptions={{ interactionWidth: 12 }}
@@ -942,6 +943,7 @@ export function FlowEditor(props: Props) {
               <Background gap={20} size={1} />
               <Controls position="bottom-left" />
               <MiniMap pannable zoomable position="bottom-right" nodeStrokeWidth={2} style={{ width: 150, height: 100 }} />
+              <LevelOfDetail canvas={wrapperRef} />
             </ReactFlow>
             {graph.nodes.length === 0 && (
               <div className="canvas-empty">
