@@ -155,6 +155,9 @@ def dc_library(config: SourceConfig, ctx: NodeContext, today: str = "") -> Libra
         "(mark: bar, line, point, area or arc)"
         f"\n- {GENERATE_CODE}(task, data) -> table: Python code written for a task no "
         "interface covers (data: an earlier result, or null)"
+        "\n- loop(entities, function, arg...) -> table: function(entity, arg...) for each "
+        "entity (a list, or an earlier result's first column), in parallel; the tables "
+        "joined, each row with its `entity`"
     )
     return {
         "interfaces": [i.model_dump(mode="json") for i in interfaces],
@@ -187,13 +190,19 @@ def dc_plan(
     description (the paper's interface-code hybrid), and the request is logged as uncovered
     — as it is when the selection reported a part no interface covers — for the next design
     round. Returns the execution's starting state and the steps."""
-    from dagwright.methods.data_copilot.plan import PLOT, parse
+    from dagwright.methods.data_copilot.plan import LOOP, PLOT, parse
 
     steps = parse(plan)
     known = {i["name"] for i in interfaces} | {PLOT, GENERATE_CODE}
     uncovered = str((selection or {}).get("uncovered") or "") if isinstance(selection, dict) else ""
+    known.add(LOOP)
     for calls in steps:
         for index, found in enumerate(calls):
+            looped = (
+                found["args"][1] if found["function"] == LOOP and len(found["args"]) > 1 else None
+            )
+            if looped is not None and looped not in known:
+                uncovered = uncovered or f"no interface {looped}"
             if found["function"] not in known:
                 uncovered = uncovered or f"no interface {found['function']}"
                 task = found["description"] or f"{found['function']}({found['args']})"
@@ -217,8 +226,12 @@ class StepOutput(TypedDict):
     inline=True,
 )
 def dc_step(config: SourceConfig, state: dict[str, Any]) -> StepOutput:
-    """The current step's calls and the results so far, for a `map` over the calls."""
-    return {"calls": list(state["steps"][state["index"]]), "results": dict(state["results"])}
+    """The current step's calls — a `loop` expanded into one call per entity — and the
+    results so far, for a `map` over the calls."""
+    from dagwright.methods.data_copilot.plan import expand
+
+    calls = expand(state["steps"][state["index"]], state["results"])
+    return {"calls": calls, "results": dict(state["results"])}
 
 
 class StepDone(TypedDict):
@@ -236,11 +249,12 @@ class StepDone(TypedDict):
 def dc_step_done(config: SourceConfig, state: dict[str, Any], outputs: list[Any]) -> StepDone:
     """Stores each call's result under its output name; a failed call fails the workflow
     with its error, so a wrong plan is not reported as an answer."""
-    results = dict(state["results"])
+    from dagwright.methods.data_copilot.plan import join_loops
+
     for found in outputs:
         if found.get("error"):
             raise ValueError(f"{found['function']} failed: {found['error']}")
-        results[found["output"]] = found["value"]
+    results = {**state["results"], **join_loops(outputs)}
     index = state["index"] + 1
     new_state = {**state, "index": index, "results": results}
     return {"state": new_state, "done": index >= len(state["steps"])}
@@ -272,6 +286,8 @@ async def dc_call(
 
     function = call["function"]
     base = {"output": call["output"], "function": function, "error": None}
+    if "loop" in call:
+        base["loop"] = call["loop"]
     try:
         if function == PLOT:
             args = named_args(call, PLOT_INPUTS, results)

@@ -45,7 +45,7 @@ def tables(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TableAccess]:
             pytest.skip(problem)
     folder = tmp_path_factory.mktemp("billing")
     mysql = {"host": "127.0.0.1", "port": 3306, "user": "root", "password": ""}
-    load_billing(generate_billing(480), POSTGRES_URL, NAME, mysql, NAME, folder)
+    load_billing(generate_billing(1920), POSTGRES_URL, NAME, mysql, NAME, folder)
     with pytest.MonkeyPatch.context() as patch:
         patch.setenv(SOURCE_ROOTS_ENV, str(tmp_path_factory.getbasetemp()))
         catalog = Catalog.from_config(
@@ -328,7 +328,7 @@ async def test_an_uncovered_part_falls_back_to_code_and_is_logged(
     ranked = result.outputs["answer"]["tables"]["result1"]
     counts = [row["node_count"] for row in ranked]
     assert counts == sorted(counts, reverse=True)
-    assert len(ranked) == 3
+    assert len(ranked) == 4  # the clusters in MariaDB
     logged = library.uncovered("billing")
     assert [(e["request"], e["reason"]) for e in logged][-1] == (REWRITTEN, uncovered)
 
@@ -387,3 +387,27 @@ async def test_designed_interfaces_are_tool_blocks_in_the_registry(
     assert result.outputs["rows"] == [
         {"billing_date": "2024-01-10", "cost_usd": pytest.approx(expected["2024-01-10"])}
     ]
+
+
+async def test_a_loop_over_entities_runs_one_call_per_entity_in_parallel(
+    designed: tuple[RunResult, Any], tables: TableAccess, library: InterfaceLibrary
+) -> None:
+    plan = (
+        'step1={"arg1": [[1, 2], "tenant_cost", "2024-01-08", "2024-01-14", "service"], '
+        '"function1": "loop", "output1": "result1", "description1": "cost by service of two '
+        'tenants"} ###'
+    )
+    inputs = {"request": "Compare the costs of tenants 1 and 2 last week", "today": "2024-01-15"}
+    result, _ = await _run("deploy.json", _deploy_script(plan), inputs, t=tables, l=library)
+    assert result.status == "succeeded", result.error
+    items = [
+        e.index
+        for e in result.events
+        if isinstance(e, IterationStarted) and getattr(e, "node", "") == "run[0]/parallel"
+    ]
+    assert items == [0, 1]  # one call per tenant, in the same map
+    rows = result.outputs["answer"]["tables"]["result1"]
+    assert {row["entity"] for row in rows} == {1, 2}
+    for tenant in (1, 2):
+        total = sum(row["cost_usd"] for row in rows if row["entity"] == tenant)
+        assert total == pytest.approx(sum(_pg_daily(tenant, "2024-01-08", "2024-01-14").values()))

@@ -24,6 +24,10 @@ from dagwright.errors import DagwrightError
 # The chart "interface" every library has: a Vega-Lite spec made natively, not in the sandbox.
 PLOT = "plot_chart"
 PLOT_INPUTS = ("data", "mark", "x", "y", "color", "title")
+# The paper's Loop(): loop(entities, function, arg...) calls `function(entity, arg...)` for each
+# entity — a list, or an earlier result whose first column lists them — in parallel, and
+# joins the tables, each row tagged with its `entity`.
+LOOP = "loop"
 
 _STEP = re.compile(r"step\s*(?P<n>\d+)\s*=\s*:?\s*(?P<body>\{)", re.I)
 _REFERENCE = re.compile(r"^(?:result|output|input)\d+$")
@@ -138,3 +142,52 @@ def named_args(
         name: results[value] if isinstance(value, str) and value in results else value
         for name, value in args.items()
     }
+
+
+def entities_of(value: Any) -> list[Any]:
+    """A loop's entities: a list of values, or a table's (records') first column."""
+    if isinstance(value, list) and value and all(isinstance(row, dict) for row in value):
+        return [next(iter(row.values()), None) for row in value]
+    if isinstance(value, list):
+        return value
+    raise PlanError(f"a loop needs a list of entities or a table, not {value!r}")
+
+
+def expand(calls: Sequence[Mapping[str, Any]], results: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The step's calls with each `loop` replaced by one call per entity (they all run in
+    parallel with the step's other calls); each carries `loop` (its output and entity) so
+    their results can be joined."""
+    expanded: list[dict[str, Any]] = []
+    for call in calls:
+        if call["function"] != LOOP:
+            expanded.append(dict(call))
+            continue
+        args = call["args"]
+        if not isinstance(args, list) or len(args) < 2 or not isinstance(args[1], str):
+            raise PlanError("loop takes [entities, function, arg...]")
+        source = results.get(args[0], args[0]) if isinstance(args[0], str) else args[0]
+        for index, entity in enumerate(entities_of(source)):
+            expanded.append(
+                {
+                    "function": args[1],
+                    "args": [entity, *args[2:]],
+                    "output": f"{call['output']}[{index}]",
+                    "description": call["description"],
+                    "loop": {"output": call["output"], "entity": entity},
+                }
+            )
+    return expanded
+
+
+def join_loops(outputs: Sequence[Mapping[str, Any]]) -> dict[str, Any]:
+    """Results by output name; a loop's tables joined under the loop's output, each row
+    with its `entity` first."""
+    results: dict[str, Any] = {}
+    for found in outputs:
+        loop = found.get("loop")
+        if loop is None:
+            results[found["output"]] = found["value"]
+            continue
+        rows = results.setdefault(loop["output"], [])
+        rows.extend({"entity": loop["entity"], **row} for row in found["value"] or [])
+    return results
