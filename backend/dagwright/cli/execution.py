@@ -117,6 +117,17 @@ def _tables(secrets: Secrets) -> ServiceFactory:
     return build
 
 
+def _interfaces(stack: ExitStack) -> object:
+    """Data-Copilot's interface libraries, in the data directory's database (as the server's)."""
+    from dagwright.methods.data_copilot.library import InterfaceLibrary
+    from dagwright.store.db import database_url, make_engine, migrate
+
+    engine = make_engine(database_url())
+    stack.callback(engine.dispose)
+    migrate(engine)
+    return InterfaceLibrary(engine)
+
+
 def _tqa(notice: Callable[[str], None]) -> ServiceFactory:
     def build(stack: ExitStack) -> object:
         from dagwright.tqa.local import LocalTqa
@@ -156,6 +167,7 @@ def run_plan(
                 "dagwright.embedding.service.ExampleStore": _examples(gateway),
                 "dagwright.tabular.TableAccess": _tables(secrets),
                 "dagwright.tqa.access.TqaAccess": _tqa(notice),
+                "dagwright.methods.data_copilot.library.InterfaceLibrary": _interfaces,
             },
             stack,
         )

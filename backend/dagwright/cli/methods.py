@@ -48,3 +48,36 @@ def list_() -> None:
 
     for slug, file in METHOD_FLOWS.items():
         typer.echo(f"{slug:<24} flows/methods/{file}")
+
+
+@methods_app.command("interfaces")
+def interfaces(
+    source: Annotated[str, typer.Argument(help="The library (data source) name, e.g. billing.")],
+    delete: Annotated[str | None, typer.Option(help="Delete this interface.")] = None,
+    uncovered: Annotated[
+        bool, typer.Option("--uncovered", help="List the requests no interface covered.")
+    ] = False,
+) -> None:
+    """Data-Copilot: review a source's interfaces (signature, version, origin), delete one, or
+    list the uncovered requests waiting for the next design round."""
+    from dagwright.methods.data_copilot.library import InterfaceLibrary
+    from dagwright.store.db import database_url, make_engine, migrate
+
+    engine = make_engine(database_url())
+    try:
+        migrate(engine)
+        library = InterfaceLibrary(engine)
+        if delete is not None:
+            library.delete(source, delete)
+            typer.echo(f"deleted {delete}")
+        elif uncovered:
+            for row in library.uncovered(source):
+                typer.echo(f"{row['request']}  ({row['reason']})")
+        else:
+            for row in library.listing(source):
+                typer.echo(f"v{row['version']:<3} {row['origin']:<8} {row['signature']}")
+    except DagwrightError as exc:
+        typer.echo(f"error [{exc.code}]: {exc.message}", err=True)
+        raise typer.Exit(2) from None
+    finally:
+        engine.dispose()
