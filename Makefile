@@ -54,11 +54,15 @@ test: $(STAMP) $(EDITOR) chromium bubblewrap
 
 bench: $(STAMP) $(EDITOR) chromium bubblewrap
 	command -v wrk >/dev/null || (apt-get update -qq && apt-get install -y -qq wrk)
+	$(BIN)/python benchmarks/cold_start.py
 	$(BIN)/python benchmarks/runtime_overhead.py
+	$(BIN)/python benchmarks/iteration.py
 	$(BIN)/python benchmarks/llm_throughput.py
 	$(BIN)/python benchmarks/server_throughput.py
 	$(BIN)/python benchmarks/embedding_service.py
 	$(BIN)/python benchmarks/data_federation.py
+	$(BIN)/python benchmarks/eval_harness.py
+	$(BIN)/python benchmarks/tqa_orchestration.py
 	$(BIN)/python benchmarks/editor_open.py
 
 clean:
