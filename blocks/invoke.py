@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from dagwright.invocation import AppInvoker
 from dagwright.registry import NodeContext, block
 from dagwright.secrets import Secrets
+from dagwright.telemetry.context import traceparent_for
 
 _NAME = r"^[A-Za-z_][A-Za-z0-9_]{0,63}$"
 
@@ -99,11 +100,13 @@ async def invoke_remote(config: RemoteInvokeConfig, ctx: NodeContext, **inputs: 
     if config.version is not None:
         body["version"] = config.version
     endpoint = f"{config.url}/api/v1/apps/{config.app}/run"
+    headers = {"Authorization": f"Bearer {key}"}
+    traceparent = traceparent_for(ctx.run_id, ctx.node_id)
+    if traceparent is not None:  # the remote run joins this run's trace
+        headers["traceparent"] = traceparent
     try:
         async with httpx.AsyncClient(timeout=config.timeout) as client:
-            response = await client.post(
-                endpoint, json=body, headers={"Authorization": f"Bearer {key}"}
-            )
+            response = await client.post(endpoint, json=body, headers=headers)
     except httpx.TimeoutException:
         raise ValueError(f"{endpoint} did not answer within {config.timeout:g}s") from None
     except httpx.HTTPError as exc:

@@ -31,6 +31,7 @@ from dagwright.services.runs import RunService
 from dagwright.services.secret_store import DatabaseSecrets, master_key_from
 from dagwright.store.db import database_url, make_engine, migrate
 from dagwright.tabular import TableAccess
+from dagwright.telemetry.config import tracing_from_env
 from dagwright.tqa.access import TqaAccess
 from dagwright.tqa.service import TqaService
 
@@ -95,6 +96,9 @@ async def serving(app: FastAPI, settings: ServerSettings) -> AsyncIterator[None]
         }
         executor = Executor(ExecutorOptions(services=blocks_services))
         runs = RunService(engine, executor, settings.replica)
+        runs.tracing = tracing_from_env()  # None (no SDK import) unless a collector is set
+        if runs.tracing is not None:
+            stack.push_async_callback(runs.tracing.close)  # after runs.close (LIFO)
         blocks_services[AppInvoker] = InProcessInvoker(apps, runs, settings.invoke_depth)
         runs.recover_interrupted()
         runs.start_writer()

@@ -57,6 +57,7 @@ from dagwright.services.replicas import (
 )
 from dagwright.services.run_writer import RUN_NODES, RUNS, RunWriter
 from dagwright.store.models import FINAL_STATUSES, new_id, utcnow
+from dagwright.telemetry.context import RunTracer, TraceParent
 
 log = logging.getLogger(__name__)
 
@@ -292,6 +293,8 @@ class RunService:
         self._open_lock = threading.Lock()
         self._opened = False
         self._bounded: dict[float, Executor] = {}  # deadline -> an executor that keeps it
+        # Exports each run's trace (telemetry/tracing.py) when a collector is configured.
+        self.tracing: RunTracer | None = None
 
     @property
     def lease_id(self) -> str:
@@ -381,10 +384,12 @@ class RunService:
         parent_node: str | None = None,
         reuse: Mapping[str, ReusedOutput] | None = None,
         deadline: float | None = None,
+        traceparent: str | None = None,
     ) -> LiveRun:
         """Record the run as running, then start it. Raises InputError (nothing recorded) for
         inputs the flow does not take. Nodes in `reuse` pass on the given outputs unrun. A
-        run still going `deadline` seconds after it started fails with `run_timeout`."""
+        run still going `deadline` seconds after it started fails with `run_timeout`. A traced
+        run hangs under `traceparent` (a W3C header's value) when it is valid."""
         values = resolve_inputs(plan, inputs)  # bad inputs are no run: refuse before writing
         nodes = plan.nodes
         now = utcnow()
@@ -424,6 +429,14 @@ class RunService:
             error = {"code": "start_failed", "message": message, "node": None}
             self.writer.finish_run(_final_row(run_id, "failed", None, error, None, 0.0))
             raise
+        if self.tracing is not None:
+            self.tracing.follow(
+                run,
+                TraceParent.parse(traceparent),
+                parent_run_id=parent_run_id,
+                parent_node=parent_node,
+                attributes={"dagwright.app.id": app_id or "", "dagwright.run.mode": mode},
+            )
         live = LiveRun(run, row)
         self._live[run_id] = live
         recorder = asyncio.get_running_loop().create_task(

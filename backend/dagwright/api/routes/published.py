@@ -32,7 +32,8 @@ async def run_published(app: str, body: RunIn, request: Request, s: Deps) -> Any
     `stream: true` answers with server-sent events (node events, token deltas, then the
     result); `async: true` answers 202 with the run id to poll at GET /api/v1/runs/{id}.
     Inputs of the wrong type are 422 (naming the input and its type) and no run is
-    recorded; a run past the app's deadline fails with `run_timeout`."""
+    recorded; a run past the app's deadline fails with `run_timeout`. A W3C `traceparent`
+    header puts the run's trace under the caller's span."""
     found_app = await app_for_key(request, s, app)
     endpoint = await s.endpoints.endpoint(found_app.id, body.version)
     check_input_types(endpoint.plan, body.inputs)
@@ -43,6 +44,7 @@ async def run_published(app: str, body: RunIn, request: Request, s: Deps) -> Any
         version_id=endpoint.version_id,
         mode="published",
         deadline=run_deadline(s, found_app),
+        traceparent=request.headers.get("traceparent"),
     )
     if body.async_:
         return JSONResponse(
