@@ -42,3 +42,51 @@ def test_a_large_flow_zoomed_out_is_drawn_as_boxes(page: Page, server: LiveServe
         page.locator(".react-flow__controls-zoomin").click()
     expect(canvas).not_to_have_class(re.compile(r"\blod-far\b"))
     assert title.evaluate("e => getComputedStyle(e).visibility") == "visible"
+
+
+def echo_flow() -> dict[str, object]:
+    """text_input q (required) -> template -> output answer."""
+    return {
+        "format": "dagwright.flow",
+        "version": 1,
+        "name": "echo",
+        "nodes": [
+            {
+                "id": "q",
+                "block": "text_input",
+                "config": {"name": "q"},
+                "position": {"x": 0, "y": 0},
+            },
+            {
+                "id": "t",
+                "block": "template",
+                "config": {"template": "you said {{ x }}"},
+                "position": {"x": 300, "y": 0},
+            },
+            {
+                "id": "out",
+                "block": "output",
+                "config": {"name": "answer"},
+                "position": {"x": 600, "y": 0},
+            },
+        ],
+        "edges": [
+            {"source": {"node": "q", "port": "output"}, "target": {"node": "t", "port": "x"}},
+            {"source": {"node": "t", "port": "output"}, "target": {"node": "out", "port": "value"}},
+        ],
+    }
+
+
+def test_a_required_text_input_left_empty_is_refused(page: Page, server: LiveServer) -> None:
+    """Finding 9: Run with a required text input empty names the input and starts no run."""
+    make_app(server, "echo-empty", echo_flow())
+    page.goto("/#/apps/echo-empty")
+    field = page.get_by_test_id("debug-input-q")
+    field.fill("   ")
+    page.get_by_test_id("run").click()
+    expect(field).to_have_attribute("aria-invalid", "true")
+    expect(page.get_by_text("q: required")).to_be_visible()
+    expect(page.get_by_test_id("node-out-status")).to_have_count(0)  # no run was started
+    field.fill("hello")
+    page.get_by_test_id("run").click()
+    expect(page.get_by_test_id("node-out-status")).to_have_attribute("title", "succeeded")

@@ -84,11 +84,16 @@ describe("the input form", () => {
     expect(parseInputs(fields, { limit: "ten" }).errors.limit).toBe("not a number: ten");
   });
 
-  it("sends a required text input even when empty, and an input without a name by its id", () => {
+  it("refuses a required text input left empty or blank, and names an input without a name by its id", () => {
     const f = flow([{ id: "t", block: "text_input", config: {} }]);
     const fields = inputFields(f);
     expect(fields[0].name).toBe("t");
-    expect(parseInputs(fields, { t: "" }).inputs).toEqual({ t: "" });
+    for (const blank of ["", "   "]) {
+      const parsed = parseInputs(fields, { t: blank });
+      expect(parsed.inputs).toEqual({});
+      expect(parsed.errors.t).toBe("required");
+    }
+    expect(parseInputs(fields, { t: " hi " }).inputs).toEqual({ t: " hi " });
   });
 
   it("keeps what was typed when the flow changes, with defaults for new inputs", () => {

@@ -108,7 +108,8 @@ export interface ParsedInputs {
 }
 
 /** The run's `inputs` from the form. An empty field is left out (its default applies) unless
- *  the input is required; values are parsed as the input blocks parse text. */
+ *  the input is required: then it is an error, as a run that hands a model "" for a required
+ *  question only wastes a call; values are parsed as the input blocks parse text. */
 export function parseInputs(fields: InputField[], values: FormValues): ParsedInputs {
   const inputs: Record<string, unknown> = {};
   const errors: Record<string, string> = {};
@@ -117,8 +118,7 @@ export function parseInputs(fields: InputField[], values: FormValues): ParsedInp
     const text = raw.trim();
     if (text === "") {
       if (!field.required) continue;
-      if (field.kind === "text") inputs[field.name] = raw;
-      else if (field.kind === "list") inputs[field.name] = [];
+      if (field.kind === "list") inputs[field.name] = [];
       else errors[field.name] = "required";
       continue;
     }
