@@ -411,3 +411,59 @@ async def test_a_loop_over_entities_runs_one_call_per_entity_in_parallel(
     for tenant in (1, 2):
         total = sum(row["cost_usd"] for row in rows if row["entity"] == tenant)
         assert total == pytest.approx(sum(_pg_daily(tenant, "2024-01-08", "2024-01-14").values()))
+
+
+async def test_a_merge_that_fails_the_originals_tests_is_abandoned() -> None:
+    """The design loop alone, with the real sandbox over a small Arrow table."""
+    import pyarrow as pa
+
+    from dagwright.data.sandbox import run_python
+    from dagwright.methods.data_copilot import design as loop
+    from dagwright.methods.data_copilot.interface import Interface, InterfaceError, bind, program
+
+    costs = pa.table({"service": ["compute", "storage", "compute"], "cost": [3.0, 1.0, 2.0]})
+
+    def first(name: str, body: str) -> str:
+        return json.dumps({
+            "name": name, "description": name, "tables": ["demo.main.costs"],
+            "inputs": [{"name": "service", "type": "str"}], "tests": [{"service": "compute"}],
+            "code": f"def {name}(costs, service):\n    {body}\n",
+        })  # fmt: skip
+
+    total = first(
+        "total_cost", "return costs[costs.service == service][['cost']].sum().to_frame().T"
+    )
+    rows = first("cost_rows", "return costs[costs.service == service]")
+    # The merged interface forgets the `service` input: the originals' tests cannot call it.
+    merged = {"name": "costs_of", "description": "merged", "tables": ["demo.main.costs"],
+              "inputs": [], "code": "def costs_of(costs):\n    return costs\n"}  # fmt: skip
+    merge = json.dumps({"merge": True, "with": "total_cost", "interface": merged})
+    answers = {
+        "design": [f'{{"interfaces": [{total}]}}', f'{{"interfaces": [{rows}]}}'],
+        "merge": [merge],
+    }
+    asked: list[str] = []
+
+    async def ask(tag: str, prompt: str) -> str:
+        asked.append(tag)
+        return answers[tag].pop(0)
+
+    async def embed(texts: list[str]) -> list[list[float]]:
+        return [[1.0, 0.0] for _ in texts]  # identical: the merge is always offered
+
+    async def try_(interface: Interface, args: dict[str, Any]) -> Any:
+        scalars, _ = bind(interface, args)
+        code = program(interface, scalars, ["costs"])
+        try:
+            return await asyncio.to_thread(run_python, code, {"costs": costs})
+        except Exception as exc:
+            raise InterfaceError(str(exc)) from exc
+
+    settings = loop.DesignSettings(max_repairs=0)
+    report = await loop.design(["total", "rows"], "costs", [], ask, embed, try_, settings)
+    assert asked == ["design", "design", "merge"]
+    steps = [entry["step"] for entry in report.log]
+    assert "merge_abandoned" in steps
+    assert [i.name for i in report.library] == ["total_cost", "cost_rows"]
+    failed = [e for e in report.log if e["step"] == "test" and e["interface"] == "costs_of"]
+    assert "has no input 'service'" in failed[0]["error"]

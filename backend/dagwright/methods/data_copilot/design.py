@@ -142,8 +142,10 @@ async def _merge(
     settings: DesignSettings,
 ) -> None:
     """Adds `new` to the library, merged with a similar interface when the model decides to
-    and the merged interface passes the tests of both."""
+    and the merged interface passes the tests of both. A new interface with the name of one
+    in the library replaces it (it becomes its next version)."""
     library = report.library
+    library[:] = [i for i in library if i.name != new.name]
     if library:
         vectors = await embed([embedding_text(new), *(embedding_text(i) for i in library)])
         scored = sorted(
