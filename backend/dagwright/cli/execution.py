@@ -80,7 +80,14 @@ async def _execute(
     on_event: Callable[[RunEvent], None] | None,
     gateway: LLMGateway | None,
 ) -> RunResult:
+    from dagwright.telemetry.config import tracing_from_env
+
+    tracing = tracing_from_env()  # None, and no OpenTelemetry import, unless configured
     try:
+        if tracing is not None:
+            from dagwright.telemetry.tracing import run_traced
+
+            return await run_traced(tracing, executor, plan, inputs, on_event)
         return await executor.run(plan, inputs, on_event=on_event)
     finally:
         if gateway is not None:

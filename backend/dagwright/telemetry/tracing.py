@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from opentelemetry.sdk.resources import Resource
@@ -14,7 +14,9 @@ from opentelemetry.sdk.trace import ReadableSpan, SpanProcessor
 from opentelemetry.sdk.trace.export import BatchSpanProcessor
 from opentelemetry.trace import SpanKind
 
-from dagwright.runtime.executor import Run
+from dagwright.runtime.events import RunEvent
+from dagwright.runtime.executor import Executor, Run, RunResult
+from dagwright.runtime.plan import CompiledFlow
 from dagwright.telemetry.context import LINKS, TraceLinks, TraceParent, trace_id_for
 from dagwright.telemetry.spans import RunSpans
 
@@ -122,3 +124,27 @@ class RunTracing:
         if self._tasks:
             await asyncio.wait(list(self._tasks), timeout=grace)
         await asyncio.to_thread(self._processor.shutdown)
+
+
+async def run_traced(
+    tracing: RunTracing,
+    executor: Executor,
+    plan: CompiledFlow,
+    inputs: Mapping[str, Any],
+    on_event: Callable[[RunEvent], None] | None,
+) -> RunResult:
+    """`executor.run` for `dagwright run`, traced: under the TRACEPARENT variable when set
+    (as CI tools pass a trace on), and exported before the command exits."""
+    run = executor.start(plan, inputs)
+    parent = TraceParent.parse(os.environ.get("TRACEPARENT"))
+    tracing.follow(run, parent, attributes={"dagwright.run.mode": "cli"})
+    try:
+        if on_event is not None:
+            async for event in run.stream():
+                on_event(event)
+        return await run.result()
+    except asyncio.CancelledError:
+        run.cancel()
+        raise
+    finally:
+        await tracing.close()
