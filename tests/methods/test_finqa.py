@@ -256,3 +256,28 @@ async def test_an_answer_without_a_program_is_reported_not_guessed() -> None:
     answer = result.outputs["answer"]
     assert answer["value"] is None
     assert "Program" in answer["error"]
+
+
+def test_eval_score_reads_the_official_formats(tmp_path: Path) -> None:
+    from typer.testing import CliRunner
+
+    from dagwright.cli.eval import eval_app
+
+    predictions = [
+        # the official evaluator's input: program tokens ending in EOF
+        {"id": case["id"], "predicted": tokenize(case["qa"]["program"])}
+        for case in CASES[1:]
+    ] + [{"id": CASES[0]["id"], "predicted": "subtract(5829, 5735), divide(#0, 5829)"}]
+    file = tmp_path / "predictions.json"
+    file.write_text(json.dumps(predictions), "utf-8")
+    dataset = ROOT / "tests" / "fixtures" / "finqa" / "cases.json"
+    args = ["score", "--metric", "finqa", "--dataset", str(dataset), "--predictions", str(file)]
+    result = CliRunner().invoke(eval_app, [*args, "--json", "--per-example"])
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.stdout)
+    assert report["value"] == 0.75
+    assert [e["correct"] for e in report["examples"]] == [False, True, True, True]
+    file.write_text("id\tprogram\n", "utf-8")  # not the official JSON
+    broken = CliRunner().invoke(eval_app, args)
+    assert broken.exit_code == 2
+    assert "invalid_score_input" in broken.output

@@ -34,7 +34,7 @@ eval_app = typer.Typer(
     help="Evaluation: official metrics, datasets, batch runs, reports.", no_args_is_help=True
 )
 
-METRIC_HELP = "wikitq | tabfact | fetaqa | spider | bird | numeric"
+METRIC_HELP = "wikitq | tabfact | fetaqa | spider | bird | numeric | finqa"
 
 
 def _fail(exc: DagwrightError) -> typer.Exit:
@@ -94,6 +94,10 @@ def score(
             )
         elif metric == "numeric":
             report = official.score_numeric(dataset, predictions)
+        elif metric == "finqa":
+            from dagwright.evaluation.metrics import finqa
+
+            report = finqa.score_files(dataset, predictions)
         else:
             typer.echo(f"error: unknown metric {metric!r} ({METRIC_HELP})", err=True)
             raise typer.Exit(2)

@@ -16,6 +16,8 @@ programs (`initial.program` and `program`), and the flows never see the gold.
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
 from typing import Any
 
 from dagwright.evaluation.metrics.base import ExampleScore, Item, ScoreReport, accuracy_report
@@ -27,9 +29,12 @@ UPPER_BOUND_NOTE = (
 )
 
 
-def program_of(prediction: Any) -> str | None:
+def program_of(prediction: Any) -> str | list[str] | None:
+    """A program's text, or the official evaluator's token list (ending "EOF")."""
     if isinstance(prediction, str):
         return prediction
+    if isinstance(prediction, list) and all(isinstance(t, str) for t in prediction):
+        return [str(t) for t in prediction]
     if isinstance(prediction, dict) and isinstance(prediction.get("program"), str):
         return str(prediction["program"])
     return None
@@ -42,7 +47,9 @@ def _gold(item: Item) -> tuple[list[list[str]], Any]:
     return table, answer
 
 
-def _judge(program: str | None, table: list[list[str]], answer: Any) -> tuple[bool, Any, Any]:
+def _judge(
+    program: str | list[str] | None, table: list[list[str]], answer: Any
+) -> tuple[bool, Any, Any]:
     if program is None:
         return False, None, "no program"
     execution = execute(program, table)
@@ -71,3 +78,27 @@ def score_gold_gated(items: list[Item]) -> ScoreReport:
         detail = {"initial_correct": first_ok, "initial": first_value, "revised": revised_value}
         examples.append(ExampleScore(item.id, float(ok), ok, detail))
     return accuracy_report("finqa_gold_gated", examples, [UPPER_BOUND_NOTE])
+
+
+def score_files(dataset: Path, predictions: Path) -> ScoreReport:
+    """`dagwright eval score --metric finqa`: the release's JSON (a list of {id, table, qa:
+    {exe_ans}}) and the official predictions file (a list of {id, predicted}: the program's
+    tokens, as the official evaluate.py reads them, or its text). Every dataset example is
+    scored; one without a prediction is wrong."""
+    try:
+        gold = json.loads(dataset.read_text("utf-8"))
+        predicted = json.loads(predictions.read_text("utf-8"))
+        by_id = {str(p["id"]): p.get("predicted") for p in predicted}
+        items = [
+            Item(
+                str(e["id"]),
+                {"table": e["table"], "exe_ans": e["qa"]["exe_ans"]},
+                by_id.get(str(e["id"])),
+            )
+            for e in gold
+        ]
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        from dagwright.evaluation.official import ScoreInputError
+
+        raise ScoreInputError(f"not FinQA's format: {type(exc).__name__}: {exc}") from None
+    return score(items)
