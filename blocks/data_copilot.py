@@ -249,11 +249,11 @@ class StepDone(TypedDict):
 def dc_step_done(config: SourceConfig, state: dict[str, Any], outputs: list[Any]) -> StepDone:
     """Stores each call's result under its output name; a failed call fails the workflow
     with its error, so a wrong plan is not reported as an answer."""
-    from dagwright.methods.data_copilot.plan import join_loops
+    from dagwright.methods.data_copilot.plan import StepFailedError, join_loops
 
-    for found in outputs:
-        if found.get("error"):
-            raise ValueError(f"{found['function']} failed: {found['error']}")
+    failed = [f"{found['function']}: {found['error']}" for found in outputs if found.get("error")]
+    if failed:
+        raise StepFailedError(f"step {state['index'] + 1} failed: " + "; ".join(failed))
     results = {**state["results"], **join_loops(outputs)}
     index = state["index"] + 1
     new_state = {**state, "index": index, "results": results}

@@ -467,3 +467,19 @@ async def test_a_merge_that_fails_the_originals_tests_is_abandoned() -> None:
     assert [i.name for i in report.library] == ["total_cost", "cost_rows"]
     failed = [e for e in report.log if e["step"] == "test" and e["interface"] == "costs_of"]
     assert "has no input 'service'" in failed[0]["error"]
+
+
+async def test_a_failed_call_fails_the_workflow_with_its_error(
+    designed: tuple[RunResult, Any], tables: TableAccess, library: InterfaceLibrary
+) -> None:
+    plan = (
+        'step1={"arg1": [1, "last week", "2024-01-14"], "function1": "tenant_cost", '
+        '"output1": "result1"} ###'
+    )
+    inputs = {"request": "Eugene's cost last week", "today": "2024-01-15"}
+    result, stats = await _run("deploy.json", _deploy_script(plan), inputs, t=tables, l=library)
+    assert result.status == "failed"
+    assert result.error is not None
+    assert "step 1 failed: tenant_cost" in result.error.message
+    assert "start_date" in result.error.message  # "last week" is not a date
+    assert "summary" not in [e["rule"] for e in stats["log"]]  # no answer made of a failure

@@ -39,6 +39,12 @@ class PlanError(DagwrightError):
     code = "plan_invalid"
 
 
+class StepFailedError(DagwrightError):
+    """A call of the plan failed (the message names the interface and the sandbox's error)."""
+
+    code = "workflow_step_failed"
+
+
 def _object(text: str, start: int) -> tuple[str, int]:
     """The balanced {...} starting at `start` (quotes respected)."""
     depth, quote, index = 0, "", start
