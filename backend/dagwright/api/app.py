@@ -24,6 +24,7 @@ from dagwright.api.routes import (
     evaluations,
     examples,
     keys,
+    mcp,
     openai_compat,
     published,
     runs,
@@ -72,6 +73,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         evaluations,
         charts,
         data_copilot,
+        mcp,
     ):
         app.include_router(module.router)
 

@@ -1,0 +1,50 @@
+"""A published app as an MCP server (streamable HTTP) at /api/v1/apps/{app}/mcp, guarded by
+the app's API keys like its run endpoint. The MCP SDK loads on the first call."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Annotated
+
+from fastapi import APIRouter, Depends, Request
+from starlette.responses import Response
+from starlette.types import Receive, Scope, Send
+
+from dagwright.api.routes.access import app_for_key
+from dagwright.api.state import Services, services
+from dagwright.store.models import App
+
+if TYPE_CHECKING:
+    from dagwright.mcp.hosting import McpHosting
+
+router = APIRouter(prefix="/api/v1", tags=["mcp"])
+Deps = Annotated[Services, Depends(services)]
+
+
+class _McpExchange(Response):
+    """Hands the request to the MCP transport, which writes the answer (JSON or a stream)."""
+
+    def __init__(self, hosting: McpHosting, app: App) -> None:
+        super().__init__()
+        self._hosting = hosting
+        self._app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self._hosting.handle(self._app, scope, receive, send)
+
+
+def _hosting(request: Request, s: Services) -> McpHosting:
+    hosting: McpHosting | None = getattr(request.app.state, "mcp_hosting", None)
+    if hosting is None:
+        from dagwright.mcp.hosting import McpHosting
+
+        hosting = request.app.state.mcp_hosting = McpHosting(s)
+    return hosting
+
+
+@router.api_route("/apps/{app}/mcp", methods=["GET", "POST", "DELETE"], response_model=None)
+async def app_mcp(app: str, request: Request, s: Deps) -> Response:
+    """The app's published version as the one tool of an MCP server: its input ports are the
+    tool's input schema, a call is a recorded run (mode `mcp`) whose node events come as
+    progress notifications. Send the app's API key as `Authorization: Bearer <key>`."""
+    found = await app_for_key(request, s, app)
+    return _McpExchange(_hosting(request, s), found)
