@@ -9,6 +9,9 @@ from pathlib import Path
 
 import pytest
 
+from dagwright.methods.data_copilot.interface import Interface
+from dagwright.methods.data_copilot.library import InterfaceLibrary
+from dagwright.store.db import database_url, make_engine, migrate
 from support.server import LiveServer, key_headers, live_server
 
 TOKEN = "admin-secret"
@@ -29,11 +32,57 @@ CHART_FLOW = {
 ROWS = [{"day": "2024-01-01", "cost": 10.5}, {"day": "2024-01-02", "cost": 12.0}]
 
 
+SHOP_INTERFACE = {
+    "name": "top_products",
+    "description": "The best-selling products",
+    "inputs": [{"name": "limit", "type": "int", "default": 10}],
+    "tables": ["shop.main.orders"],
+    "code": "def top_products(orders, limit):\n    return orders.head(limit)\n",
+}
+
+
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
     folder: Path = tmp_path_factory.mktemp("server")
+    # A library designed before the server starts: its interface joins the palette.
+    engine = make_engine(database_url(folder))
+    migrate(engine)
+    InterfaceLibrary(engine).save("shop", Interface.model_validate(SHOP_INTERFACE))
+    engine.dispose()
     with live_server("sqlite", folder, admin_token=TOKEN) as running:
         yield running
+
+
+def test_designed_interfaces_are_in_the_palette_and_the_blocks_read_the_library(
+    server: LiveServer,
+) -> None:
+    blocks = {b["name"]: b for b in server.api.http.get("/api/v1/blocks").json()["blocks"]}
+    palette = blocks["dc_shop_top_products"]
+    assert palette["category"] == "tool"
+    assert palette["description"] == "shop: The best-selling products"
+    assert "top_products(limit: int = 10) -> table" in palette["doc"]
+    flow = {
+        "format": "dagwright.flow",
+        "version": 1,
+        "nodes": [
+            {"id": "today", "block": "text_input", "config": {"name": "today"}},
+            {"id": "lib", "block": "dc_library", "config": {"source": "shop"}},
+            {"id": "out", "block": "output", "config": {"name": "catalogue"}},
+        ],
+        "edges": [
+            {"source": {"node": "today"}, "target": {"node": "lib", "port": "today"}},
+            {
+                "source": {"node": "lib", "port": "catalogue"},
+                "target": {"node": "out", "port": "value"},
+            },
+        ],
+    }
+    key = server.api.published_app("shop-library", flow)
+    response = server.api.run("shop-library", key, {"today": "2024-01-15"})
+    assert response.status_code == 200, response.text
+    assert response.json()["outputs"]["catalogue"].startswith(
+        "- top_products(limit: int = 10) -> table: The best-selling products"
+    )
 
 
 def test_a_published_chart_is_rendered_for_its_caller(server: LiveServer) -> None:
