@@ -62,6 +62,41 @@ def _library(ctx: NodeContext) -> InterfaceLibrary:
 # -- offline: interface design ---------------------------------------------------------------
 
 
+class ExploreOutput(TypedDict):
+    requests: list[str]
+    dropped: list[dict[str, Any]]
+
+
+@block(
+    "dc_explore_check",
+    category="tool",
+    description="Data-Copilot: keep the synthesized requests whose data exists (backward check).",
+    example="[{request: 'GDP of China', tables: ['macro.gdp']}] -> dropped: no such table",
+)
+def dc_explore_check(
+    config: SourceConfig, ctx: NodeContext, proposals: Any, seeds: list[str]
+) -> ExploreOutput:
+    """The paper's backward verification of self-explored requests: each proposal names the
+    tables it needs ({"requests": [{"request", "tables"}]}); one naming a table the catalog
+    lacks is hallucinated and dropped (with the reason). Returns the seeds, then the verified
+    requests not already among them."""
+    known = {str(ref) for ref in ctx.service(TableAccess).engine().tables()}
+    found = proposals.get("requests") if isinstance(proposals, dict) else None
+    requests, dropped = list(seeds), []
+    for proposal in found if isinstance(found, list) else []:
+        request = str(proposal.get("request", "")).strip() if isinstance(proposal, dict) else ""
+        tables = proposal.get("tables") if isinstance(proposal, dict) else None
+        missing = [t for t in tables or [] if t not in known] if isinstance(tables, list) else []
+        if not request or not tables or missing:
+            reason = f"no table {', '.join(missing)}" if missing else "names no table"
+            dropped.append({"request": request, "reason": reason})
+        elif request not in requests:
+            requests.append(request)
+    for entry in dropped:
+        ctx.emit("data_copilot_dropped", **entry)
+    return {"requests": requests, "dropped": dropped}
+
+
 class DesignConfig(SourceConfig, ModelChoice):
     max_repairs: int = Field(2, ge=0, le=5, description="Repairs of a failing interface.")
     merge_threshold: float = Field(

@@ -143,8 +143,18 @@ def _design_script() -> dict[str, Any]:
     )
     service = _interface("service_cost", SERVICE_CODE, DATES, [BILLING])
     design = r"(?s)^\[data_copilot:design\].*###The user request: "
+    explored = {
+        "requests": [
+            {"request": "Scale-outs per cluster", "tables": [EVENTS, CLUSTERS]},
+            # Hallucinated: the data has no GDP table (the paper's backward verification).
+            {"request": "China's GDP over ten years", "tables": ["macro.main.gdp"]},
+            {"request": "Daily cost of a tenant over a date range", "tables": [BILLING]},
+        ]
+    }
     return {
         "rules": [
+            {"name": "explore", "match": r"(?s)^\[data_copilot:explore\].*Seed Request: .*Daily",
+             "reply": json.dumps(explored)},
             {"name": "design-daily", "match": design + "Daily",
              "reply": '{"interfaces": [' + daily_broken + '], "solving": "[scripted]"}'},
             {"name": "design-service", "match": design + "Cost by",
@@ -189,7 +199,6 @@ def designed(tables: TableAccess, library: InterfaceLibrary) -> tuple[RunResult,
         "requests": [
             "Daily cost of a tenant over a date range",
             "Cost by service of a tenant over a date range",
-            "Scale-outs per cluster",
         ],
     }
     return asyncio.run(_run("design.json", _design_script(), inputs, t=tables, l=library))
@@ -202,9 +211,13 @@ async def test_interfaces_are_designed_tested_repaired_and_merged(
     assert result.status == "succeeded", result.error
     rules = [entry["rule"] for entry in stats["log"]]
     assert rules == [
-        "design-daily", "repair", "design-service", "embed-service", "merge",
+        "explore", "design-daily", "repair", "design-service", "embed-service", "merge",
         "design-events", "embed-events",
     ]  # fmt: skip
+    # The seeds, then the explored request whose tables exist (a repeat is not designed twice).
+    assert result.outputs["dropped"] == [
+        {"request": "China's GDP over ten years", "reason": "no table macro.main.gdp"}
+    ]
     log = result.outputs["report"]["log"]
     tests = [(e["interface"], e["attempt"], e["error"] is None) for e in log if e["step"] == "test"]
     assert tests == [
