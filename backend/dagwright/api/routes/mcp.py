@@ -3,13 +3,14 @@ the app's API keys like its run endpoint. The MCP SDK loads on the first call.""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
+from pydantic import BaseModel, ConfigDict, Field
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from dagwright.api.routes.access import app_for_key
+from dagwright.api.routes.access import Admin, app_for_key
 from dagwright.api.state import Services, services
 from dagwright.store.models import App
 
@@ -48,3 +49,22 @@ async def app_mcp(app: str, request: Request, s: Deps) -> Response:
     progress notifications. Send the app's API key as `Authorization: Bearer <key>`."""
     found = await app_for_key(request, s, app)
     return _McpExchange(_hosting(request, s), found)
+
+
+class McpServerIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    url: str | None = None
+    command: list[str] = Field(default_factory=list)
+    token_secret: str | None = None
+
+
+@router.post("/mcp/tools", dependencies=[Admin])
+async def mcp_server_tools(body: McpServerIn, s: Deps) -> dict[str, Any]:
+    """The tools of an MCP server (name, title, description, input schema), for the
+    `mcp_tool` block's config form. A stdio command must be one the operator allows."""
+    from dagwright.mcp.client import McpTarget, list_tools
+
+    token = s.secrets.get(body.token_secret) if body.token_secret else None
+    target = McpTarget(body.url, tuple(body.command), token)
+    return {"tools": await list_tools(target)}

@@ -1,0 +1,132 @@
+"""Calling the tools of other MCP servers with the official SDK: over streamable HTTP, or
+over stdio when the operator allows the command (DAGWRIGHT_MCP_STDIO_COMMANDS), since a
+stdio server is a program started on this machine."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import shlex
+from collections.abc import AsyncIterator, Mapping
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Final
+
+from dagwright.errors import AuthError, DagwrightError
+
+if TYPE_CHECKING:
+    from mcp import Client
+
+STDIO_ALLOW_ENV: Final = "DAGWRIGHT_MCP_STDIO_COMMANDS"
+
+
+class McpError(DagwrightError):
+    """An MCP server could not be reached, or answered with an error."""
+
+    code = "mcp_failed"
+
+
+class McpToolError(McpError):
+    """The tool ran and reported a failure (`is_error`)."""
+
+    code = "mcp_tool_error"
+
+
+def allowed_commands(env: Mapping[str, str] = os.environ) -> frozenset[str]:
+    """The executables stdio MCP servers may be started with: DAGWRIGHT_MCP_STDIO_COMMANDS,
+    separated by commas (none by default)."""
+    return frozenset(c.strip() for c in env.get(STDIO_ALLOW_ENV, "").split(",") if c.strip())
+
+
+@dataclass(frozen=True, slots=True)
+class McpTarget:
+    """An MCP server: a streamable HTTP `url` (with an optional bearer `token`), or a stdio
+    `command` (program and arguments)."""
+
+    url: str | None = None
+    command: tuple[str, ...] = ()
+    token: str | None = None
+
+    def __post_init__(self) -> None:
+        if (self.url is None) == (not self.command):
+            raise McpError("an MCP server is a url or a command, exactly one of them")
+
+    @property
+    def where(self) -> str:
+        return self.url or shlex.join(self.command)
+
+    def check_allowed(self, env: Mapping[str, str] = os.environ) -> None:
+        if self.command and self.command[0] not in allowed_commands(env):
+            raise AuthError(
+                f"starting the stdio MCP server {self.command[0]!r} is not allowed on this "
+                f"server: an operator lists allowed commands in {STDIO_ALLOW_ENV}",
+                403,
+                "mcp_stdio_not_allowed",
+            )
+
+
+@asynccontextmanager
+async def connect(target: McpTarget) -> AsyncIterator[Client]:
+    target.check_allowed()
+    import httpx2
+    from mcp.client.stdio import StdioServerParameters
+    from mcp.client.streamable_http import streamable_http_client
+
+    from mcp import Client
+
+    if target.url is not None:
+        headers = {"Authorization": f"Bearer {target.token}"} if target.token else {}
+        http = httpx2.AsyncClient(headers=headers)
+        client = Client(streamable_http_client(target.url, http_client=http))
+    else:
+        program, *args = target.command
+        client = Client(StdioServerParameters(command=program, args=args))
+    async with client:
+        yield client
+
+
+def _failure(target: McpTarget, exc: BaseException, seconds: float) -> McpError:
+    if isinstance(exc, TimeoutError):
+        return McpError(f"MCP server {target.where} did not answer within {seconds:g}s")
+    # An ExceptionGroup from the SDK's task groups: its first leaf says what went wrong.
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    return McpError(f"MCP server {target.where}: {type(exc).__name__}: {exc}")
+
+
+async def list_tools(target: McpTarget, seconds: float = 30.0) -> list[dict[str, Any]]:
+    """Each tool's name, title, description and input schema, within `seconds`."""
+    try:
+        async with asyncio.timeout(seconds), connect(target) as client:
+            listed = await client.list_tools()
+    except DagwrightError:
+        raise
+    except Exception as exc:
+        raise _failure(target, exc, seconds) from None
+    return [
+        {
+            "name": tool.name,
+            "title": tool.title,
+            "description": tool.description or "",
+            "input_schema": tool.input_schema,
+        }
+        for tool in listed.tools
+    ]
+
+
+async def call_tool(
+    target: McpTarget, tool: str, arguments: dict[str, Any], seconds: float = 60.0
+) -> Any:
+    """The tool's structured result when it gives one, else its text, within `seconds`.
+    Raises McpToolError with the tool's message when it reports a failure."""
+    try:
+        async with asyncio.timeout(seconds), connect(target) as client:
+            result = await client.call_tool(tool, arguments)
+    except DagwrightError:
+        raise
+    except Exception as exc:
+        raise _failure(target, exc, seconds) from None
+    text = "\n".join(getattr(block, "text", "") for block in result.content)
+    if result.is_error:
+        raise McpToolError(f"tool {tool!r} of {target.where} failed: {text or 'no message'}")
+    return result.structured_content if result.structured_content is not None else text
