@@ -90,3 +90,57 @@ def test_a_required_text_input_left_empty_is_refused(page: Page, server: LiveSer
     field.fill("hello")
     page.get_by_test_id("run").click()
     expect(page.get_by_test_id("node-out-status")).to_have_attribute("title", "succeeded")
+
+
+def drop_block(page: Page, block: str, x: int, y: int) -> str:
+    """Drags a block from the palette onto the canvas at (x, y); returns the new node's id."""
+    before = set(page.eval_on_selector_all(".react-flow__node", "ns => ns.map(n => n.dataset.id)"))
+    page.get_by_test_id(f"palette-block-{block}").drag_to(
+        page.get_by_test_id("canvas"), target_position={"x": x, "y": y}
+    )
+    page.wait_for_function(
+        "n => document.querySelectorAll('.react-flow__node').length > n", arg=len(before)
+    )
+    after = set(page.eval_on_selector_all(".react-flow__node", "ns => ns.map(n => n.dataset.id)"))
+    (added,) = after - before
+    return str(added)
+
+
+def test_problems_wait_for_the_blocks_worked_on_and_read_plainly(
+    page: Page, server: LiveServer
+) -> None:
+    """Finding 6: four dropped blocks show no red; a broken template shows its message once,
+    without pydantic's prefix or a snake_case code; Validate shows everything; a block dropped
+    at the canvas's edge lands wholly on it."""
+    make_app(server, "quiet")
+    page.goto("/#/apps/quiet")
+    with page.expect_response("**/api/v1/validate") as validated:
+        for block, x in (("text_input", 4), ("template", 320), ("chat", 560), ("output", 800)):
+            drop_block(page, block, x, 200)
+    assert validated.value.ok
+    page.wait_for_timeout(900)  # the debounced validation of the last drop
+    expect(page.locator(".dw-node.has-errors")).to_have_count(0)
+    canvas_box = page.get_by_test_id("canvas").bounding_box()
+    first_box = page.locator(".react-flow__node").first.bounding_box()
+    assert canvas_box is not None
+    assert first_box is not None
+    assert first_box["x"] >= canvas_box["x"], "the block dropped at the edge went under the palette"
+    page.get_by_test_id("tab-problems").click()
+    expect(page.get_by_test_id("problems-hidden")).to_be_visible()
+
+    template = page.locator(".dw-node[data-block=template]").get_attribute("data-testid")
+    assert template is not None
+    page.get_by_test_id(template).click()
+    page.get_by_test_id("config-template").fill("{{ x ")
+    expect(page.locator(f"[data-testid={template}].has-errors")).to_have_count(1)
+    panel = page.get_by_test_id("config-panel")
+    expect(panel).not_to_contain_text("Value error")
+    expect(panel).not_to_contain_text("invalid_config")
+    message = panel.locator(".field-error .field-message").inner_text()
+    assert panel.inner_text().count(message.strip()) == 1
+
+    page.get_by_test_id("validate").click()
+    expect(page.locator(".dw-node.has-errors")).not_to_have_count(1)
+    page.get_by_test_id("tab-problems").click()
+    expect(page.get_by_test_id("problems-hidden")).to_have_count(0)
+    expect(page.get_by_test_id("problems")).not_to_contain_text("invalid_config")

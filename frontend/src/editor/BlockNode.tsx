@@ -94,12 +94,12 @@ function BlockNodeView({ id, data, selected }: NodeProps<EditorNode>) {
           {title}
         </span>
         {errors.length > 0 && (
-          <span className="badge badge-error" data-testid={`node-${id}-problems`} title={deco.problems.map((p) => `${p.code}: ${p.message}`).join("\n")}>
+          <span className="badge badge-error" data-testid={`node-${id}-problems`} title={deco.problems.map((p) => p.message).join("\n")}>
             {errors.length}
           </span>
         )}
         {errors.length === 0 && warnings.length > 0 && (
-          <span className="badge badge-warning" data-testid={`node-${id}-problems`} title={warnings.map((p) => `${p.code}: ${p.message}`).join("\n")}>
+          <span className="badge badge-warning" data-testid={`node-${id}-problems`} title={warnings.map((p) => p.message).join("\n")}>
             !
           </span>
         )}

@@ -42,15 +42,18 @@ export function fieldErrorsOf(problems: Problem[], fields: string[]): Record<str
 export const ConfigPanel = memo(function ConfigPanel({ node, spec, secrets, problems, portsError, onConfig, onRename, onLabel, onTimeout, onErrorPolicy }: Props) {
   if (!node) return null;
   const fields = Object.keys(spec?.config_schema.properties ?? {});
+  // A problem with a field is shown by that field only: not a second time up here, nor again
+  // as the ports call's refusal (the same parse error, from the other endpoint).
+  const unplaced = problems.filter((p) => Object.keys(fieldErrorsOf([p], fields)).length === 0);
   return (
     <div className="config-panel" data-testid="config-panel" data-node={node.id}>
       <NodeHeader node={node} spec={spec} onRename={onRename} onLabel={onLabel} />
-      {problems.length > 0 && (
+      {unplaced.length > 0 && (
         <ul className="problem-list compact" data-testid="node-problems">
-          {problems.map((p, i) => (
-            <li key={i} className={`problem problem-${p.severity}`}>
-              <code>{p.code}</code>
-              {p.port && <span className="problem-port"> {p.port}</span>} {p.message}
+          {unplaced.map((p, i) => (
+            <li key={i} className={`problem problem-${p.severity}`} title={p.code}>
+              {p.port && <span className="problem-port">{p.port}: </span>}
+              {p.message}
             </li>
           ))}
         </ul>
@@ -59,7 +62,7 @@ export const ConfigPanel = memo(function ConfigPanel({ node, spec, secrets, prob
         <>
           <h4>Settings</h4>
           <ConfigForm node={node} spec={spec} secrets={secrets} problems={problems} fields={fields} onConfig={onConfig} />
-          {portsError && (
+          {portsError && unplaced.length === problems.length && (
             <div className="field-message" data-testid="ports-error">
               {portsError}
             </div>
@@ -222,29 +225,42 @@ function TimeoutField({ node, onTimeout }: { node: EditorNode; onTimeout: Props[
   );
 }
 
-export const ProblemsList = memo(function ProblemsList({ problems, onSelect }: { problems: Problem[]; onSelect: (node: string) => void }) {
+export const ProblemsList = memo(function ProblemsList({ problems, hidden = 0, onSelect }: { problems: Problem[]; hidden?: number; onSelect: (node: string) => void }) {
+  // Shown before the user validates, saves or runs: the rest wait for the blocks they are on.
+  const waiting =
+    hidden > 0 ? (
+      <p className="muted small" data-testid="problems-hidden">
+        {hidden} more on blocks you have not worked on yet: Validate shows them.
+      </p>
+    ) : null;
   if (problems.length === 0)
     return (
-      <p className="muted" data-testid="problems-empty">
-        No problems.
-      </p>
+      <>
+        <p className="muted" data-testid="problems-empty">
+          No problems.
+        </p>
+        {waiting}
+      </>
     );
   return (
-    <ul className="problem-list" data-testid="problems">
-      {problems.map((p, i) => (
-        <li key={i} className={`problem problem-${p.severity}`} data-testid="problem">
-          <span className={`sev sev-${p.severity}`}>{p.severity === "error" ? "✕" : "!"}</span>
-          {p.node ? (
-            <button className="link" onClick={() => onSelect(p.node!)}>
-              {p.node}
-              {p.port ? `.${p.port}` : ""}
-            </button>
-          ) : (
-            <span className="muted">flow</span>
-          )}{" "}
-          <code>{p.code}</code> {p.message}
-        </li>
-      ))}
-    </ul>
+    <>
+      <ul className="problem-list" data-testid="problems">
+        {problems.map((p, i) => (
+          <li key={i} className={`problem problem-${p.severity}`} data-testid="problem" title={p.code}>
+            <span className={`sev sev-${p.severity}`}>{p.severity === "error" ? "✕" : "!"}</span>
+            {p.node ? (
+              <button className="link" onClick={() => onSelect(p.node!)}>
+                {p.node}
+                {p.port ? ` (${p.port})` : ""}
+              </button>
+            ) : (
+              <span className="muted">The flow</span>
+            )}
+            : {p.message}
+          </li>
+        ))}
+      </ul>
+      {waiting}
+    </>
   );
 });

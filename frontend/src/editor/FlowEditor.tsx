@@ -33,6 +33,7 @@ import { checkConnection } from "./connect";
 import { ConnectionRefused, clearRefusal, showRefusal } from "./ConnectionRefused";
 import { DecorationContext, DecorationStore, type DiffMark } from "./decorations";
 import { type Draft, clearDraft, flowFingerprint, saveDraft } from "./draft";
+import { shownProblems, tidyProblems } from "./problemView";
 import {
   type EditorEdge,
   type EditorNode,
@@ -215,7 +216,21 @@ export function FlowEditor(props: Props) {
   }, []);
 
   // ---- validation -------------------------------------------------------------------------
-  const [problems, setProblems] = useState<Problem[]>([]);
+  // The server's problems, tidied; what is shown is filtered by what the user has worked on.
+  const [allProblems, setProblems] = useState<Problem[]>([]);
+  const touchedRef = useRef(new Set<string>(initial.nodes.map((n) => n.id))); // an opened flow was worked on
+  const [touchedRev, setTouchedRev] = useState(0);
+  const [revealAll, setRevealAll] = useState(false);
+  const touch = useCallback((...ids: string[]) => {
+    const fresh = ids.filter((id) => !touchedRef.current.has(id));
+    if (fresh.length === 0) return;
+    for (const id of fresh) touchedRef.current.add(id);
+    setTouchedRev((r) => r + 1);
+  }, []);
+  // touchedRev stands for the touched set (a ref): it re-filters when a node is first worked on.
+  const problems = useMemo(() => shownProblems(allProblems, touchedRef.current, revealAll), [allProblems, revealAll, touchedRev]);
+  const hiddenProblems = allProblems.length - problems.length;
+  useEffect(() => decorations.setProblems(problems), [decorations, problems]);
   const validationSeq = useRef(0);
   const validate = useCallback(
     async (doc: FlowDocument, loud: boolean) => {
@@ -223,9 +238,9 @@ export function FlowEditor(props: Props) {
       try {
         const result = await api.validate(doc);
         if (seq !== validationSeq.current) return;
-        decorations.setProblems(result.problems);
-        setProblems(result.problems);
+        setProblems(tidyProblems(result.problems));
         if (loud) {
+          setRevealAll(true);
           const errors = result.problems.filter((p) => p.severity === "error").length;
           if (result.ok) toast("success", result.problems.length ? `Valid, with ${result.problems.length} warning(s)` : "The flow is valid");
           else toast("warning", `${errors} problem(s) to fix`, "See the problems list and the red badges.");
@@ -234,7 +249,7 @@ export function FlowEditor(props: Props) {
         if (loud || !(e instanceof ApiError && e.status === 0)) toastError(e, "Validation failed");
       }
     },
-    [decorations],
+    [],
   );
   useEffect(() => {
     // On open, after the canvas has drawn (the server's answer is not needed to start work).
@@ -245,10 +260,10 @@ export function FlowEditor(props: Props) {
   const showProblems = useCallback(
     (list: Problem[]) => {
       validationSeq.current++;
-      decorations.setProblems(list);
-      setProblems(list);
+      setRevealAll(true); // the server refused a save: every problem counts now
+      setProblems(tidyProblems(list));
     },
-    [decorations],
+    [],
   );
 
   // ---- ports from the server --------------------------------------------------------------
@@ -401,13 +416,29 @@ export function FlowEditor(props: Props) {
       }
       const edge = edgeFromConnection(c);
       edit((g) => (g.edges.some((e) => e.id === edge.id) ? g : { ...g, edges: [...g.edges, edge] }));
+      touch(c.source, c.target);
       if (verdict.compat === "check") toast("info", "Connected; checked at run time", "The types may fit: each value is checked when it arrives.", undefined, 2500);
     },
-    [edit, matrix],
+    [edit, matrix, touch],
   );
 
   // ---- adding nodes ------------------------------------------------------------------------
   const wrapperRef = useRef<HTMLDivElement>(null);
+  // A block dropped near the canvas's edge lands wholly on the visible canvas, not half under
+  // the palette or the panel beside it.
+  const insideCanvas = useCallback(
+    (at: { x: number; y: number }) => {
+      const rect = wrapperRef.current?.getBoundingClientRect();
+      if (!rect) return { x: Math.round(at.x), y: Math.round(at.y) };
+      const margin = 12;
+      const topLeft = rf.screenToFlowPosition({ x: rect.left + margin, y: rect.top + margin });
+      const bottomRight = rf.screenToFlowPosition({ x: rect.right - margin, y: rect.bottom - margin });
+      const x = Math.max(topLeft.x, Math.min(at.x, bottomRight.x - NODE_WIDTH));
+      const y = Math.max(topLeft.y, Math.min(at.y, bottomRight.y - 80));
+      return { x: Math.round(x), y: Math.round(y) };
+    },
+    [rf],
+  );
   const addBlock = useCallback(
     (name: string, at?: { x: number; y: number }) => {
       const spec = blocks.get(name);
@@ -418,14 +449,14 @@ export function FlowEditor(props: Props) {
         const centre = rect ? { x: rect.left + rect.width / 2, y: rect.top + rect.height / 2 } : { x: 400, y: 300 };
         position = rf.screenToFlowPosition(centre);
       }
-      const node = newNode(spec, { x: Math.round(position.x - NODE_WIDTH / 2), y: Math.round(position.y - 16) }, graphRef.current.nodes, blocks);
+      const node = newNode(spec, insideCanvas({ x: position.x - NODE_WIDTH / 2, y: position.y - 16 }), graphRef.current.nodes, blocks);
       node.selected = true;
       edit((g) => ({
         nodes: [...g.nodes.map((n) => (n.selected ? { ...n, selected: false } : n)), node],
         edges: g.edges.map((e) => (e.selected ? { ...e, selected: false } : e)),
       }));
     },
-    [blocks, edit, rf],
+    [blocks, edit, insideCanvas, rf],
   );
   const onDragOver = useCallback((e: DragEvent) => {
     if (e.dataTransfer.types.includes(BLOCK_MIME)) {
@@ -470,9 +501,10 @@ export function FlowEditor(props: Props) {
         }),
         `config:${id}:${field}`,
       );
+      touch(id);
       refreshPorts(id);
     },
-    [blocks, edit, refreshPorts],
+    [blocks, edit, refreshPorts, touch],
   );
   const onLabel = useCallback(
     (id: string, label: string) =>
@@ -542,9 +574,10 @@ export function FlowEditor(props: Props) {
         }),
       }));
       decorations.clearNode(id);
+      touch(next);
       return null;
     },
-    [decorations, edit],
+    [decorations, edit, touch],
   );
 
   // ---- commands -----------------------------------------------------------------------------
@@ -724,7 +757,13 @@ export function FlowEditor(props: Props) {
   }, [graph.edges, diffEdges]);
 
   // ---- debug panel ---------------------------------------------------------------------------
-  const onNodeStates = useCallback((states: Record<string, NodeRunState>) => decorations.setRunStates(states), [decorations]);
+  const onNodeStates = useCallback(
+    (states: Record<string, NodeRunState>) => {
+      decorations.setRunStates(states);
+      if (Object.keys(states).length > 0) setRevealAll(true); // a run: every problem counts now
+    },
+    [decorations],
+  );
   const [debugOpen, setDebugOpen] = useState(true);
   const [debugHeight, setDebugHeight] = useState(() => Number(localStorage.getItem(DEBUG_HEIGHT_KEY)) || 220);
   const startResize = (e: React.PointerEvent) => {
@@ -983,7 +1022,7 @@ export function FlowEditor(props: Props) {
                 ) : (
                   <p className="muted">{selectedIds.length > 1 ? `${selectedIds.length} nodes selected.` : "Select a node to edit its settings."}</p>
                 ))}
-              {rightTab === "problems" && <ProblemsList problems={problems} onSelect={onSelectProblem} />}
+              {rightTab === "problems" && <ProblemsList problems={problems} hidden={hiddenProblems} onSelect={onSelectProblem} />}
               {rightTab === "flow" && (
                 <div className="schema-form">
                   <div className="field">
@@ -1125,10 +1164,10 @@ function SaveDialog({ slug, flow, parentId, dirty, onClose, onSaved, onProblems 
           <code>{error.code}</code> {error.message}
           {error.problems && (
             <ul className="problem-list compact">
-              {error.problems.map((p, i) => (
-                <li key={i} className={`problem problem-${p.severity}`}>
-                  {p.node ?? "flow"}
-                  {p.port ? `.${p.port}` : ""}: <code>{p.code}</code> {p.message}
+              {tidyProblems(error.problems).map((p, i) => (
+                <li key={i} className={`problem problem-${p.severity}`} title={p.code}>
+                  {p.node ?? "The flow"}
+                  {p.port ? ` (${p.port})` : ""}: {p.message}
                 </li>
               ))}
             </ul>
