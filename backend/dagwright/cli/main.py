@@ -41,6 +41,7 @@ LAZY_COMMANDS: dict[str, tuple[str, str, str | None]] = {
     "tqa": ("dagwright.cli.tqa", "tqa_app", "AutoTQA: agents answering questions over tables."),
     "eval": ("dagwright.cli.eval", "eval_app", "Evaluation: metrics, datasets, batch runs."),
     "methods": ("dagwright.cli.methods", "methods_app", "The papers' methods as apps."),
+    "mcp": ("dagwright.cli.mcp", "mcp_app", "MCP: list and call the tools of MCP servers."),
 }
 
 
