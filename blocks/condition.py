@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from functools import lru_cache
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from dagwright.registry import Route, block
+from dagwright.safe_regex import IGNORECASE, INLINE_WORK, UserRegex, compile_user_regex
 
 # -- compare -------------------------------------------------------------------------------
 
@@ -114,14 +114,11 @@ def _order(op: str, a: Any, b: Any) -> bool:
     )
 
 
-@lru_cache(maxsize=256)
-def _compile(pattern: str, case_sensitive: bool) -> re.Pattern[str]:
-    try:
-        return re.compile(pattern, 0 if case_sensitive else re.IGNORECASE)
-    except re.error as exc:
-        raise ValueError(
-            f"operand {pattern!r} is not a valid regular expression: {exc.msg}"
-        ) from None
+def _compile(pattern: str, case_sensitive: bool) -> UserRegex:
+    """A user's pattern, run on RE2 (linear time; compiled patterns and failures are cached).
+    A RegexError, a ValueError naming the operand, when it cannot be."""
+    flags = 0 if case_sensitive else IGNORECASE
+    return compile_user_regex(pattern, flags, label=f"operand {pattern!r}")
 
 
 def _is_empty(value: Any) -> bool:
@@ -181,7 +178,8 @@ def _test(op: CompareOp, value: Any, operand: Any, case_sensitive: bool) -> bool
                 f"'regex' needs a text value and a text pattern, not {_kind(value)} and "
                 f"{_kind(operand)}"
             )
-        return _compile(operand, case_sensitive).search(value) is not None
+        # compare runs on the event loop: the search is bounded for it (INLINE_WORK).
+        return _compile(operand, case_sensitive).contains_match(value, work_limit=INLINE_WORK)
     if op == "contains":
         return _contains(value, operand, case_sensitive)
     if op in ("starts_with", "ends_with"):
@@ -219,7 +217,13 @@ def compare(
     - `contains`: a text contains a piece of text, a list contains an item, an object has a
       key.
     - `starts_with`, `ends_with`: texts only.
-    - `regex`: the operand is a regular expression searched for anywhere in the text.
+    - `regex`: the operand is a regular expression searched for anywhere in the text. It is
+      written in Python's syntax but runs on RE2, in time linear in the text: backreferences,
+      lookahead and lookbehind are refused (code `regex_unsupported`), and `\\b` sees only
+      ASCII letters, digits and `_` as word characters. As this block runs on the server's
+      event loop, the text may be at most 5,000,000 characters divided by the pattern's
+      positions (its atoms, counted repeats expanded: `a.{30}c` has 32); past that the node
+      fails with `regex_limit` (regex_extract, run in a worker thread, allows 20 times more).
     - `is_empty`, `is_not_empty`: None, an empty or blank text, an empty list or object
       are empty; the operand is not used.
 

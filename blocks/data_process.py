@@ -1,16 +1,30 @@
 """Data processing blocks: templates, text, JSON, regular expressions and lists. Pure
-functions of their inputs; none of them calls out of the process."""
+functions of their inputs; none of them calls out of the process.
+
+Templates render in the bounded sandbox of dagwright.templating; regular expressions, those
+of the regex blocks and the `=~` of JSONPath filters, run on RE2 (dagwright.safe_regex), in
+time linear in the text."""
 
 from __future__ import annotations
 
 import json
-import re
+import operator
+from collections.abc import Callable
 from functools import lru_cache
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from dagwright.registry import block
+from dagwright.safe_regex import (
+    DOTALL,
+    IGNORECASE,
+    INLINE_WORK,
+    MULTILINE,
+    UserMatch,
+    UserRegex,
+)
+from dagwright.safe_regex import compile_user_regex as compile_regex
 from dagwright.templating import check_template, render, template_variables
 
 if TYPE_CHECKING:
@@ -53,7 +67,13 @@ def template(config: TemplateConfig, **variables: Any) -> str:
     JSON. The template runs in a sandbox: attributes starting with an underscore and methods
     that modify a value are refused, and a variable or attribute that does not exist is an
     error rather than empty text. The text is rendered exactly as written, trailing newline
-    included."""
+    included.
+
+    The sandbox also bounds what one render may cost (dagwright.templating.TemplateLimits):
+    about 4,000,000 characters of output or of any text built, 100,000 items in a list or
+    range, integers of 10,000 bits, 1,000,000 steps (loop iterations, calls, operations) and
+    0.25 s of CPU, macros nested 50 deep. Past a limit the node fails with the code
+    `template_limit` and a message naming the limit."""
     return render(config.template, variables)
 
 
@@ -114,16 +134,10 @@ def text_split(config: TextSplitConfig, text: str) -> list[str]:
 
 RegexFlag = Literal["IGNORECASE", "MULTILINE", "DOTALL"]
 
-
-@lru_cache(maxsize=256)
-def _compile_regex(pattern: str, flags: int) -> re.Pattern[str]:
-    return re.compile(pattern, flags)
-
-
-_FLAGS: dict[RegexFlag, re.RegexFlag] = {
-    "IGNORECASE": re.IGNORECASE,
-    "MULTILINE": re.MULTILINE,
-    "DOTALL": re.DOTALL,
+_FLAGS: dict[RegexFlag, int] = {
+    "IGNORECASE": IGNORECASE,
+    "MULTILINE": MULTILINE,
+    "DOTALL": DOTALL,
 }
 
 
@@ -137,7 +151,10 @@ def _regex_flags(names: list[RegexFlag]) -> int:
 class RegexConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    pattern: str = Field(description="A Python regular expression.")
+    pattern: str = Field(
+        description="A regular expression in Python's syntax, run in linear time (RE2): "
+        "no backreferences or lookaround."
+    )
     group: int | str = Field(
         0, description="The group to return: 0 for the whole match, a number or a group's name."
     )
@@ -148,13 +165,7 @@ class RegexConfig(BaseModel):
     @field_validator("pattern")
     @classmethod
     def _compiles(cls, pattern: str) -> str:
-        try:
-            re.compile(pattern)
-        except re.error as exc:
-            where = f" at position {exc.pos}" if exc.pos is not None else ""
-            raise ValueError(
-                f"pattern is not a valid regular expression: {exc.msg}{where}"
-            ) from None
+        compile_regex(pattern, label="pattern")  # a RegexError (a ValueError) names the problem
         return pattern
 
     @field_validator("group")
@@ -178,11 +189,11 @@ class RegexConfig(BaseModel):
             raise ValueError(f"group {self.group!r} does not exist (named groups: {names})")
         return self
 
-    def compiled(self) -> re.Pattern[str]:
-        return _compile_regex(self.pattern, _regex_flags(self.flags))
+    def compiled(self) -> UserRegex:
+        return compile_regex(self.pattern, _regex_flags(self.flags), label="pattern")
 
 
-def _group_text(match: re.Match[str], group: int | str) -> str:
+def _group_text(match: UserMatch, group: int | str) -> str:
     found = match.group(group)
     return found if found is not None else ""
 
@@ -192,14 +203,24 @@ def _group_text(match: re.Match[str], group: int | str) -> str:
     category="data_process",
     description="The first match of a regular expression in a text, or None.",
     example=r"pattern 'order #(\d+)', group 1: 'see order #42' -> '42'",
-    # Not inline: a pathological pattern can backtrack for long; in a thread the node's
-    # timeout still ends the run and the event loop stays free.
+    # Always in a worker thread (where RE2 releases the GIL): matching is linear in the text,
+    # which may be long, so the executor must not move the block onto the event loop.
+    blocking=True,
 )
 def regex_extract(config: RegexConfig, text: str) -> str | None:
     """Searches the text for the pattern and returns the chosen group of the first match
     (the whole match unless `group` is set), or None when the pattern does not occur. A
-    group that took no part in the match gives an empty text."""
-    match = config.compiled().search(text)
+    group that took no part in the match gives an empty text.
+
+    Patterns are written in Python's syntax (flags, numbered and named groups as in Python's
+    `re`) but run on RE2, in time linear in the text: backreferences (`\\1`), lookahead and
+    lookbehind, atomic groups and possessive quantifiers are refused when the flow is saved
+    (code `regex_unsupported`), and a counted repetition allows at most 1,000. `\\d`, `\\w`
+    and `\\s` match Unicode digits, word characters and spaces as in Python, but `\\b` and
+    `\\B` see only ASCII letters, digits and `_` as word characters. The text may be at most
+    100,000,000 characters divided by the pattern's positions (its atoms, counted repeats
+    expanded: `a.{30}c` has 32); past that the node fails with `regex_limit`."""
+    match = config.compiled().search(text, groups=config.group != 0)
     return None if match is None else _group_text(match, config.group)
 
 
@@ -208,24 +229,134 @@ def regex_extract(config: RegexConfig, text: str) -> str | None:
     category="data_process",
     description="Every match of a regular expression in a text, as a list.",
     example=r"pattern '\d+': 'a1 b22 c333' -> ['1', '22', '333']",
-    # Not inline: a pathological pattern can backtrack for long; in a thread the node's
-    # timeout still ends the run and the event loop stays free.
+    # Always in a worker thread (where RE2 releases the GIL): matching is linear in the text,
+    # which may be long, so the executor must not move the block onto the event loop.
+    blocking=True,
 )
 def regex_find_all(config: RegexConfig, text: str) -> list[str]:
     """Returns the chosen group (the whole match unless `group` is set) of every
     non-overlapping match of the pattern, in order; an empty list when there is none. A
-    group that took no part in a match gives an empty text."""
-    return [_group_text(match, config.group) for match in config.compiled().finditer(text)]
+    group that took no part in a match gives an empty text.
+
+    Patterns are as in `regex_extract`: Python's syntax, run on RE2 in linear time (no
+    backreferences or lookaround; `\\b` sees ASCII word characters only). After an empty
+    match the next match starts one character later (Python's `re` may also find a
+    non-empty match at the same place). More than 100,000 matches, or more than 1 s of CPU
+    time finding them, is an error (code `regex_limit`)."""
+    matches = config.compiled().finditer(text, groups=config.group != 0)
+    return [_group_text(match, config.group) for match in matches]
 
 
-# -- JSON ----------------------------------------------------------------------------------
+# JSONPath filters may test a value with a regular expression (`=~`) and compute with `+ - *`:
+# the regex runs on RE2, and an operation may not build a text or list past these sizes.
+_JSONPATH_MAX_CHARS = 4_000_000
+_JSONPATH_MAX_ITEMS = 100_000
+_JSONPATH_MAX_INT_BITS = 10_000
+
+
+@lru_cache(maxsize=1)
+def _re2_expression_class() -> type[Any]:
+    """A JSONPath filter expression whose `=~` is matched by RE2 (jsonpath_ng's own runs
+    Python's backtracking `re`). Made on first use: jsonpath_ng loads lazily."""
+    from jsonpath_ng.ext.filter import Expression
+    from jsonpath_ng.jsonpath import DatumInContext
+
+    class Re2RegexExpression(Expression):
+        regex: UserRegex
+
+        def find(self, datum: Any) -> list[Any]:
+            wrapped = DatumInContext.wrap(datum)
+            return [
+                found
+                for found in self.target.find(wrapped)
+                # json_path runs on the event loop: the search is bounded for it.
+                if isinstance(found.value, str)
+                and self.regex.contains_match(found.value, work_limit=INLINE_WORK)
+            ]
+
+    return Re2RegexExpression
+
+
+def _checked_operation(symbol: str, apply: Callable[[Any, Any], Any]) -> Callable[[Any, Any], Any]:
+    def checked(left: Any, right: Any) -> Any:
+        size: int | None = None
+        if symbol == "*":
+            if isinstance(left, int) and isinstance(right, int):
+                bits = left.bit_length() + right.bit_length()
+                if bits > _JSONPATH_MAX_INT_BITS:
+                    raise ValueError(
+                        f"path: `*` would make an integer of about {bits:,} bits "
+                        f"(limit {_JSONPATH_MAX_INT_BITS:,})"
+                    )
+            elif isinstance(left, str | list) and isinstance(right, int):
+                size = len(left) * right
+            elif isinstance(right, str | list) and isinstance(left, int):
+                size = len(right) * left
+        elif symbol == "+" and isinstance(left, str | list) and isinstance(right, str | list):
+            size = len(left) + len(right)
+        if size is not None:
+            texts = isinstance(left, str) or isinstance(right, str)
+            limit = _JSONPATH_MAX_CHARS if texts else _JSONPATH_MAX_ITEMS
+            if size > limit:
+                raise ValueError(
+                    f"path: `{symbol}` would make a value of {size:,} characters or items "
+                    f"(limit {limit:,})"
+                )
+        return apply(left, right)
+
+    return checked
+
+
+_ARITHMETIC = {"+": operator.add, "-": operator.sub, "*": operator.mul, "/": operator.truediv}
+
+
+def _children(node: Any, path_type: type[Any]) -> list[Any]:
+    values = list(vars(node).values()) if hasattr(node, "__dict__") else []
+    found: list[Any] = []
+    while values:
+        value = values.pop()
+        if isinstance(value, path_type):
+            found.append(value)
+        elif isinstance(value, list | tuple):
+            values.extend(value)
+    return found
+
+
+def _bound_jsonpath(path: JSONPath) -> None:
+    """Make a parsed path safe to run on untrusted data: `=~` on RE2, `sub()` refused,
+    arithmetic bounded."""
+    from jsonpath_ng.ext.arithmetic import Operation
+    from jsonpath_ng.ext.filter import Expression
+    from jsonpath_ng.ext.string import Sub
+    from jsonpath_ng.jsonpath import JSONPath
+
+    stack = [path]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, Sub):
+            raise ValueError(
+                "path uses `sub()`, which runs a regular expression on Python's backtracking "
+                "engine; use the regex blocks instead"
+            )
+        if isinstance(node, Expression) and node.op == "=~" and isinstance(node.value, str):
+            expression: Any = node
+            expression.regex = compile_regex(
+                node.value, label=f"path: the `=~` pattern {node.value!r}"
+            )
+            expression.__class__ = _re2_expression_class()
+        if isinstance(node, Operation) and node.op_symbol in _ARITHMETIC:
+            node.op = _checked_operation(node.op_symbol, _ARITHMETIC[node.op_symbol])
+        stack.extend(_children(node, JSONPath))
 
 
 @lru_cache(maxsize=256)
 def _compile_jsonpath(path: str) -> JSONPath:
-    from jsonpath_ng.ext.parser import parse as parse_jsonpath  # on first use: ~10 ms
+    # jsonpath_ng (and its parser tables) load on first use, not with the server.
+    from jsonpath_ng.ext.parser import parse as parse_jsonpath
 
-    return parse_jsonpath(path)
+    parsed: JSONPath = parse_jsonpath(path)
+    _bound_jsonpath(parsed)
+    return parsed
 
 
 class JsonPathConfig(BaseModel):
@@ -241,6 +372,10 @@ class JsonPathConfig(BaseModel):
     def _parses(cls, path: str) -> str:
         try:
             _compile_jsonpath(path)
+        except ValueError as exc:  # our refusals (a bad `=~` pattern, `sub()`) say it all
+            if str(exc).startswith("path"):
+                raise
+            raise ValueError(f"path is not a valid JSONPath expression: {exc}") from None
         except Exception as exc:  # jsonpath_ng raises lexer, parser and other errors
             raise ValueError(f"path is not a valid JSONPath expression: {exc}") from None
         return path
@@ -257,7 +392,13 @@ def json_path(config: JsonPathConfig, data: Any) -> Any:
     """Selects values from JSON data (objects, lists and plain values) with a JSONPath
     expression: `$.a.b`, `$.items[*].name`, `$..price`, `$.items[?(@.price > 10)]`,
     `$.items[0:2]`. Returns the list of every value matched, in document order (an empty list
-    when nothing matches); with `first` on, the first value matched or None."""
+    when nothing matches); with `first` on, the first value matched or None.
+
+    A filter's `=~` (`$.items[?(@.name =~ "^a")]`) takes a pattern in Python's syntax run on
+    RE2, in linear time, as in the regex blocks (no backreferences or lookaround), on texts
+    of at most 5,000,000 characters divided by the pattern's positions (this block runs on
+    the server's event loop); the `sub()` extension is refused. Arithmetic in a path may not
+    build a text or list of more than 4,000,000 characters or 100,000 items."""
     matches = [found.value for found in _compile_jsonpath(config.path).find(data)]
     if config.first:
         return matches[0] if matches else None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 import pytest
@@ -18,6 +19,7 @@ from dagwright.runtime import (
     compile_flow,
     validate,
 )
+from dagwright.safe_regex import RegexError
 from support.flows import flow_from_tuples
 
 # -- helpers -------------------------------------------------------------------------------
@@ -147,6 +149,40 @@ def test_compare_regex_bad_pattern_on_the_port_fails() -> None:
     config = cond.CompareConfig(op="regex")
     with pytest.raises(ValueError, match="operand '\\[a' is not a valid regular expression"):
         cond.compare(config, "abc", "[a")
+
+
+def test_compare_regex_runs_in_linear_time() -> None:
+    # compare runs on the event loop: Python's re froze the server on these (issue 13).
+    hostile = "a" * 100_000 + "!"
+    started = time.perf_counter()
+    for pattern in (r"(a+)+$", r"(a|aa)+$", r"(.*a){20}!x", r"^(\w+\s?)+$"):
+        assert check("regex", hostile, pattern) == "false"
+        assert check("regex", hostile, pattern, case_sensitive=False) == "false"
+    assert time.perf_counter() - started < 1
+    assert check("regex", "Café ١٢", r"\w+ \d+$") == "true"  # Unicode classes, as in Python
+    assert check("regex", "total: 42\n", r"^total: \d+$") == "true"  # $ before a final newline
+
+
+def test_compare_regex_constructs_re2_lacks_are_refused() -> None:
+    with pytest.raises(ValidationError, match=r"operand '\(\?<=a\)b' uses a lookbehind"):
+        cond.CompareConfig(op="regex", operand="(?<=a)b")
+    config = cond.CompareConfig(op="regex")
+    with pytest.raises(RegexError) as info:
+        cond.compare(config, "aa", r"(a)\1")  # a pattern arriving at the operand port
+    assert info.value.code == "regex_unsupported"
+    assert r"operand '(a)\\1' uses a backreference" in info.value.message
+
+
+def test_compare_regex_search_is_bounded_for_the_event_loop() -> None:
+    config = cond.CompareConfig(op="regex", operand=r"a.{30}c")
+    assert cond.compare(config, "x" * 150_000).branch == "false"
+    with pytest.raises(RegexError) as info:
+        cond.compare(config, "x" * 200_000)
+    assert info.value.code == "regex_limit"
+    assert "a text of 200,000 characters is too long for this pattern (32 positions" in (
+        info.value.message
+    )
+    assert check("regex", "ab" * 1_000_000 + "c", r"b+c") == "true"  # few positions: long text
 
 
 def test_compare_case_insensitive() -> None:
