@@ -49,6 +49,11 @@ def health_probe(base_url: str, limit_s: float = PROBE_LIMIT_S) -> Iterator[Heal
     probe = HealthProbe(base_url)
     thread = threading.Thread(target=probe._loop, name="health-probe", daemon=True)
     thread.start()
+    # Attack only once the probe has had an answer: on a loaded machine a quick attack could
+    # otherwise end before the probe's first request, and prove nothing.
+    ready_by = time.monotonic() + 10
+    while not probe.latencies and time.monotonic() < ready_by:
+        time.sleep(0.01)
     try:
         yield probe
     finally:
