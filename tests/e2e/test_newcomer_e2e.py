@@ -144,3 +144,27 @@ def test_problems_wait_for_the_blocks_worked_on_and_read_plainly(
     page.get_by_test_id("tab-problems").click()
     expect(page.get_by_test_id("problems-hidden")).to_have_count(0)
     expect(page.get_by_test_id("problems")).not_to_contain_text("invalid_config")
+
+
+def test_the_model_form_puts_the_prompt_and_model_first(page: Page, server: LiveServer) -> None:
+    """Finding 5, at 1280x720: the prompt is the first setting and on screen, its variables
+    highlighted; a model picker lists the configured models with the scripted one labelled;
+    the tuning fields wait under Advanced."""
+    page.set_viewport_size({"width": 1280, "height": 720})
+    make_app(server, "model-form")
+    page.goto("/#/apps/model-form")
+    node = drop_block(page, "chat", 400, 200)
+    page.get_by_test_id(f"node-{node}").click()
+    prompt = page.get_by_test_id("config-prompt")
+    box = prompt.bounding_box()
+    assert box is not None
+    assert box["y"] + 40 < 720, "the prompt is below the fold"
+    prompt.fill("Answer {{ question }} briefly")
+    expect(page.locator(".tpl-var")).to_have_text("{{ question }}")
+    picker = page.get_by_test_id("config-model-picker")
+    expect(picker.locator("option", has_text="scripted answers, not a model")).to_have_count(2)
+    expect(page.get_by_test_id("model-picker-scripted")).to_be_visible()
+    picker.select_option(index=1)
+    expect(page.get_by_test_id("config-temperature")).to_be_hidden()
+    page.get_by_test_id("config-advanced").locator("summary").click()
+    expect(page.get_by_test_id("config-provider")).to_have_value("scripted")

@@ -25,10 +25,12 @@ from dagwright.api.routes import (
     examples,
     keys,
     mcp,
+    models,
     openai_compat,
     published,
     runs,
     tqa,
+    triggers,
 )
 from dagwright.api.settings import ServerSettings
 from dagwright.api.state import serving
@@ -74,6 +76,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         charts,
         data_copilot,
         mcp,
+        models,
     ):
         app.include_router(module.router)
 

@@ -4,6 +4,7 @@
 import { memo, useEffect, useMemo, useState } from "react";
 import type { BlockSpec, ErrorPolicy, Problem } from "../api/types";
 import { SchemaForm } from "../forms/SchemaForm";
+import { ModelPicker } from "../forms/ModelPicker";
 import { ErrorPolicyField } from "./ErrorPolicyField";
 import type { EditorNode } from "./graph";
 import { NODE_ID_RE } from "./graph";
@@ -95,14 +96,34 @@ function ConfigForm({ node, spec, secrets, problems, fields, onConfig }: {
 }) {
   const fieldErrors = useMemo(() => fieldErrorsOf(problems, fields), [problems, fields]);
   const id = node.id;
+  const config = node.data.config;
+  // A model block: what matters (the prompt, the model) first; the tuning knobs fold away.
+  const fold = useMemo(() => {
+    if (spec.category !== "llm") return undefined;
+    const required = spec.config_schema.required ?? [];
+    const hasModel = fields.includes("provider") && fields.includes("model");
+    const pick = (provider: string | null, model: string | null) => {
+      const next = { ...config };
+      if (provider === null) delete next.provider;
+      else next.provider = provider;
+      if (model === null) delete next.model;
+      else next.model = model;
+      onConfig(id, next, "provider");
+    };
+    return {
+      keep: ["prompt", ...required.filter((f) => f !== "prompt")],
+      extra: hasModel ? <ModelPicker provider={config.provider} model={config.model} onPick={pick} /> : undefined,
+    };
+  }, [spec, fields, config, id, onConfig]);
   return (
     <SchemaForm
       key={id}
       schema={spec.config_schema}
-      value={node.data.config}
+      value={config}
       secrets={secrets}
       fieldErrors={fieldErrors}
-      onChange={(config, field) => onConfig(id, config, field)}
+      fold={fold}
+      onChange={(next, field) => onConfig(id, next, field)}
     />
   );
 }

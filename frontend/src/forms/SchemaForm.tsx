@@ -1,9 +1,10 @@
 // A config form generated from a block's JSON Schema: one control per property, each with
 // data-testid="config-<field>". Secrets are picked by NAME; their values never reach here.
 
-import { memo, useEffect, useId, useMemo, useState } from "react";
+import { type ReactNode, memo, useEffect, useId, useMemo, useState } from "react";
 import type { JsonSchema } from "../api/types";
 import { templateVariables } from "../editor/jinja";
+import { TemplateEditor } from "./TemplateEditor";
 import {
   type FieldInfo,
   formFields,
@@ -21,23 +22,37 @@ export interface SchemaFormProps {
   secrets: string[];
   /** Messages per field (from the server's invalid_config problems). */
   fieldErrors?: Record<string, string>;
+  /** Only these fields in this order are shown at once, then `extra`; the rest fold under
+   *  "Advanced" (opened when one of them has an error). Without it every field is shown. */
+  fold?: { keep: string[]; extra?: ReactNode };
 }
 
-export const SchemaForm = memo(function SchemaForm({ schema, value, onChange, secrets, fieldErrors }: SchemaFormProps) {
+export const SchemaForm = memo(function SchemaForm({ schema, value, onChange, secrets, fieldErrors, fold }: SchemaFormProps) {
   const fields = useMemo(() => formFields(schema), [schema]);
   if (fields.length === 0) return <p className="muted">This block has no settings.</p>;
+  const field = (info: FieldInfo) => (
+    <Field
+      key={info.name}
+      info={info}
+      value={value[info.name]}
+      secrets={secrets}
+      error={fieldErrors?.[info.name]}
+      onChange={(v) => onChange(setField(value, info.name, v), info.name)}
+    />
+  );
+  if (!fold) return <div className="schema-form">{fields.map(field)}</div>;
+  const kept = fold.keep.flatMap((name) => fields.filter((f) => f.name === name));
+  const rest = fields.filter((f) => !fold.keep.includes(f.name));
   return (
     <div className="schema-form">
-      {fields.map((info) => (
-        <Field
-          key={info.name}
-          info={info}
-          value={value[info.name]}
-          secrets={secrets}
-          error={fieldErrors?.[info.name]}
-          onChange={(v) => onChange(setField(value, info.name, v), info.name)}
-        />
-      ))}
+      {kept.map(field)}
+      {fold.extra}
+      {rest.length > 0 && (
+        <details className="advanced" data-testid="config-advanced" open={rest.some((f) => fieldErrors?.[f.name]) || undefined}>
+          <summary>Advanced ({rest.map((f) => f.title).join(", ")})</summary>
+          {rest.map(field)}
+        </details>
+      )}
     </div>
   );
 });
@@ -305,11 +320,10 @@ function TemplateControl({ id, info, value, onChange }: ControlProps) {
   const vars = useMemo(() => templateVariables(text), [text]);
   return (
     <>
-      <textarea
+      <TemplateEditor
         id={id}
-        className="input mono"
         data-testid={`config-${info.name}`}
-        rows={Math.min(14, Math.max(3, text.split("\n").length + 1))}
+        rows={Math.min(16, Math.max(6, text.split("\n").length + 1))}
         value={text}
         placeholder={placeholderOf(info) || "Hello {{ name }}"}
         spellCheck={false}

@@ -1,0 +1,26 @@
+// The models the server can call (GET /api/v1/models), fetched once per page: the LLM form's
+// model picker lists them.
+
+import { request } from "./http";
+
+export interface ModelOption {
+  provider: string;
+  model: string;
+  scripted: boolean;
+  default: boolean;
+}
+
+export interface ModelsOut {
+  models: ModelOption[];
+  scripted_only: boolean;
+}
+
+let cached: Promise<ModelsOut> | null = null;
+
+export function fetchModels(): Promise<ModelsOut> {
+  cached ??= request<ModelsOut>("GET", "/api/v1/models").catch((e: unknown) => {
+    cached = null; // a failed look-up is asked again next time
+    throw e;
+  });
+  return cached;
+}
