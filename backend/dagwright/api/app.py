@@ -77,6 +77,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         data_copilot,
         mcp,
         models,
+        triggers,
     ):
         app.include_router(module.router)
 

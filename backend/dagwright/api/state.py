@@ -29,6 +29,7 @@ from dagwright.services.invoke import InProcessInvoker
 from dagwright.services.keys import KeyService
 from dagwright.services.runs import RunService
 from dagwright.services.secret_store import DatabaseSecrets, master_key_from
+from dagwright.services.triggers import TriggerService
 from dagwright.store.db import database_url, make_engine, migrate
 from dagwright.tabular import TableAccess
 from dagwright.telemetry.config import tracing_from_env
@@ -109,6 +110,10 @@ async def serving(app: FastAPI, settings: ServerSettings) -> AsyncIterator[None]
         # Data-Copilot's blocks read and store the interface libraries.
         blocks_services[InterfaceLibrary] = interfaces
         stack.push_async_callback(tqa.close)  # before the runs close (callbacks run LIFO)
+        # Cron schedules and webhooks (routes/triggers.py); every replica schedules, one fires.
+        app.state.triggers = TriggerService(engine, apps, runs, secrets)
+        app.state.triggers.start()
+        stack.push_async_callback(app.state.triggers.close)  # before the runs close (LIFO)
         keys = KeyService(engine)
         app.state.services = Services(
             settings=settings,

@@ -1,0 +1,366 @@
+"""Triggers: cron schedules and webhooks that start runs of an app's published version.
+
+Exactly one replica fires each cron tick: every replica's scheduler looks for due ticks, and
+a tick fires only for the replica whose insert of its (trigger, tick) row in
+`trigger_firings` commits (a unique constraint, on SQLite as on PostgreSQL); the others get
+an IntegrityError and move on. Every firing is a recorded run (mode `cron` or `webhook`).
+
+Missed ticks (the server was down, or every replica was): a tick is missed when it is more
+than GRACE seconds old by the time a scheduler sees it. The trigger's `catch_up` says what
+happens to missed ticks: `latest` (the default) fires the most recent one only, `skip` fires
+none, `all` fires each (at most MAX_CATCH_UP, the most recent ones). Ticks that are not
+missed always fire.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import hmac
+import json
+import logging
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from sqlalchemy import Engine, select, update
+from sqlalchemy.exc import IntegrityError
+from sqlmodel import Session
+
+from dagwright.errors import AuthError, DagwrightError, InputError, NotFoundError
+from dagwright.secrets import Secrets, check_secret_name
+from dagwright.services.apps import AppService
+from dagwright.services.runs import RunService
+from dagwright.store.models import utcnow
+from dagwright.store.trigger_models import Trigger, TriggerFiring
+
+log = logging.getLogger(__name__)
+
+GRACE: Final = 60.0  # seconds after its time a tick still fires as on time
+MAX_CATCH_UP: Final = 100
+POLL: Final = 1.0  # seconds between a scheduler's looks (cron has one-second fields)
+KINDS: Final = ("cron", "webhook")
+CATCH_UP: Final = ("latest", "skip", "all")
+SIGNATURE_HEADER: Final = "X-Dagwright-Signature"
+
+
+class TriggerError(DagwrightError):
+    code = "invalid_trigger"
+
+
+def _aware(value: datetime | None) -> datetime | None:
+    # SQLite gives naive datetimes; everything is written in UTC.
+    if value is not None and value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value
+
+
+def check_schedule(cron: str, timezone: str) -> None:
+    from croniter import croniter
+
+    try:
+        ZoneInfo(timezone)
+    except (ZoneInfoNotFoundError, ValueError):
+        message = f"unknown time zone {timezone!r} (an IANA name, e.g. Europe/Paris)"
+        raise TriggerError(message) from None
+    if not croniter.is_valid(cron):
+        raise TriggerError(
+            f"cron {cron!r} is not a valid schedule: five fields (minute hour day month "
+            "weekday), or six with seconds last"
+        )
+
+
+def ticks_between(cron: str, timezone: str, after: datetime, until: datetime) -> list[datetime]:
+    """The schedule's ticks in (after, until], in UTC; the schedule is read in `timezone`
+    (so `0 9 * * *` is 9:00 local time across daylight-saving changes)."""
+    from croniter import croniter
+
+    zone = ZoneInfo(timezone)
+    schedule = croniter(cron, after.astimezone(zone))
+    ticks: list[datetime] = []
+    while True:
+        tick: datetime = schedule.get_next(datetime).astimezone(UTC)
+        if tick > until:
+            return ticks
+        ticks.append(tick)
+        if len(ticks) > 10 * MAX_CATCH_UP:  # a long downtime: older ticks are missed anyway
+            ticks = ticks[-MAX_CATCH_UP:]
+
+
+def due_ticks(ticks: list[datetime], now: datetime, catch_up: str) -> list[datetime]:
+    """Which of the ticks to fire now, by the missed-tick policy (see the module doc)."""
+    on_time = [t for t in ticks if (now - t).total_seconds() <= GRACE]
+    missed = [t for t in ticks if (now - t).total_seconds() > GRACE]
+    if catch_up == "skip" or not missed:
+        chosen: list[datetime] = []
+    elif catch_up == "latest":
+        chosen = missed[-1:]
+    else:
+        chosen = missed[-MAX_CATCH_UP:]
+    return chosen + on_time
+
+
+def signature(secret: str, body: bytes) -> str:
+    """The X-Dagwright-Signature value for a body: `sha256=` and the HMAC's hex digest."""
+    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
+
+
+def _pick(body: Any, path: str) -> Any:
+    value = body
+    for part in path.split("."):
+        if isinstance(value, dict) and part in value:
+            value = value[part]
+        elif isinstance(value, list) and part.isdigit() and int(part) < len(value):
+            value = value[int(part)]
+        else:
+            raise InputError(f"the webhook body has nothing at {path!r}")
+    return value
+
+
+def webhook_inputs(trigger: Trigger, body: Any) -> dict[str, Any]:
+    """The run's inputs: the trigger's fixed inputs, then each mapped path of the body (or,
+    with no mapping, the body's own keys)."""
+    inputs = dict(trigger.inputs)
+    if trigger.input_map:
+        for name, path in trigger.input_map.items():
+            inputs[name] = _pick(body, path)
+    elif isinstance(body, dict):
+        inputs.update(body)
+    else:
+        raise InputError("the webhook body must be a JSON object, or the trigger must map it")
+    return inputs
+
+
+class TriggerService:
+    def __init__(
+        self,
+        engine: Engine,
+        apps: AppService,
+        runs: RunService,
+        secrets: Secrets,
+        *,
+        poll: float = POLL,
+    ) -> None:
+        self.engine = engine
+        self.apps = apps
+        self.runs = runs
+        self.secrets = secrets
+        self.poll = poll
+        self._task: asyncio.Task[None] | None = None
+
+    # -- managing ---------------------------------------------------------------------------
+
+    def create(self, app_ref: str, spec: Mapping[str, Any]) -> Trigger:
+        app = self.apps.get_app(app_ref)
+        trigger = Trigger(app_id=app.id, **dict(spec))
+        self._check(trigger)
+        if trigger.kind == "cron":
+            # The first tick is the first after now: creating a schedule never fires the past.
+            trigger.last_tick = utcnow()
+        with Session(self.engine) as session:
+            session.add(trigger)
+            session.commit()
+            session.refresh(trigger)
+        return trigger
+
+    def _check(self, trigger: Trigger) -> None:
+        if trigger.kind not in KINDS:
+            raise TriggerError(f"kind must be one of {', '.join(KINDS)}")
+        if trigger.catch_up not in CATCH_UP:
+            raise TriggerError(f"catch_up must be one of {', '.join(CATCH_UP)}")
+        if trigger.kind == "cron":
+            if not trigger.cron:
+                raise TriggerError("a cron trigger needs a cron schedule")
+            check_schedule(trigger.cron, trigger.timezone)
+        elif trigger.cron:
+            raise TriggerError("a webhook trigger has no cron schedule")
+        if trigger.secret_name is not None:
+            try:
+                check_secret_name(trigger.secret_name)
+            except ValueError as exc:
+                raise TriggerError(str(exc)) from None
+
+    def for_app(self, app_ref: str) -> list[Trigger]:
+        app = self.apps.get_app(app_ref)
+        with Session(self.engine) as session:
+            query = select(Trigger).where(Trigger.app_id == app.id).order_by(Trigger.created_at)  # type: ignore[arg-type]
+            return list(session.scalars(query))
+
+    def get(self, trigger_id: str) -> Trigger:
+        with Session(self.engine) as session:
+            found = session.get(Trigger, trigger_id)
+        if found is None:
+            raise NotFoundError(f"no trigger {trigger_id!r}")
+        return found
+
+    def update(self, trigger_id: str, changes: Mapping[str, Any]) -> Trigger:
+        with Session(self.engine) as session:
+            trigger = session.get(Trigger, trigger_id)
+            if trigger is None:
+                raise NotFoundError(f"no trigger {trigger_id!r}")
+            for name, value in changes.items():
+                setattr(trigger, name, value)
+            self._check(trigger)
+            if trigger.kind == "cron" and ("enabled" in changes or "cron" in changes):
+                trigger.last_tick = utcnow()  # re-enabled or rescheduled: from now on
+            session.add(trigger)
+            session.commit()
+            session.refresh(trigger)
+            return trigger
+
+    def delete(self, trigger_id: str) -> None:
+        with Session(self.engine) as session:
+            trigger = session.get(Trigger, trigger_id)
+            if trigger is None:
+                raise NotFoundError(f"no trigger {trigger_id!r}")
+            session.delete(trigger)
+            session.commit()
+
+    def firings(self, trigger_id: str, limit: int = 50) -> list[TriggerFiring]:
+        self.get(trigger_id)
+        with Session(self.engine) as session:
+            query = (
+                select(TriggerFiring)
+                .where(TriggerFiring.trigger_id == trigger_id)  # type: ignore[arg-type]
+                .order_by(TriggerFiring.tick.desc())  # type: ignore[attr-defined]
+                .limit(limit)
+            )
+            return list(session.scalars(query))
+
+    # -- firing -----------------------------------------------------------------------------
+
+    def _claim(self, trigger: Trigger, tick: datetime) -> TriggerFiring | None:
+        """The firing row for the tick, if this replica is the one that inserted it."""
+        firing = TriggerFiring(
+            trigger_id=trigger.id, tick=tick, status="started", replica=self.runs.lease_id
+        )
+        try:
+            with Session(self.engine) as session:
+                session.add(firing)
+                if trigger.kind == "cron":
+                    session.execute(
+                        update(Trigger)
+                        .where(Trigger.id == trigger.id)  # type: ignore[arg-type]
+                        .values(last_tick=tick)
+                    )
+                session.commit()
+                session.refresh(firing)
+        except IntegrityError:
+            return None  # another replica fired this tick
+        return firing
+
+    def _settle(self, firing_id: str, run_id: str | None, error: str | None) -> None:
+        with Session(self.engine) as session:
+            session.execute(
+                update(TriggerFiring)
+                .where(TriggerFiring.id == firing_id)  # type: ignore[arg-type]
+                .values(run_id=run_id, status="failed" if error else "started", error=error)
+            )
+            session.commit()
+
+    async def fire(
+        self, trigger: Trigger, tick: datetime, inputs: Mapping[str, Any]
+    ) -> TriggerFiring | None:
+        """Claim the tick and start the run; None when another replica had claimed it. A run
+        that cannot start (no published version, bad inputs) is a failed firing."""
+        firing = await asyncio.to_thread(self._claim, trigger, tick)
+        if firing is None:
+            return None
+        run_id: str | None = None
+        error: str | None = None
+        try:
+            version = await asyncio.to_thread(self.apps.get_version, trigger.app_id, "published")
+            plan = await asyncio.to_thread(self.apps.compiled, version)
+            live = await self.runs.start(
+                plan, inputs, app_id=trigger.app_id, version_id=version.id, mode=trigger.kind
+            )
+            run_id = live.run_id
+        except DagwrightError as exc:
+            error = f"{exc.code}: {exc.message}"
+        await asyncio.to_thread(self._settle, firing.id, run_id, error)
+        firing.run_id, firing.error = run_id, error
+        firing.status = "failed" if error else "started"
+        return firing
+
+    async def tick_once(self, now: datetime | None = None) -> list[TriggerFiring]:
+        """One scheduler pass: fire the due ticks of every enabled cron trigger."""
+        now = now or utcnow()
+        triggers = await asyncio.to_thread(self._cron_triggers)
+        fired: list[TriggerFiring] = []
+        for trigger in triggers:
+            after = _aware(trigger.last_tick) or _aware(trigger.created_at) or now
+            assert trigger.cron is not None
+            ticks = ticks_between(trigger.cron, trigger.timezone, after, now)
+            chosen = due_ticks(ticks, now, trigger.catch_up)
+            if ticks and not chosen:  # all missed and skipped: move past them
+                await asyncio.to_thread(self._advance, trigger.id, ticks[-1])
+            for tick in chosen:
+                firing = await self.fire(trigger, tick, trigger.inputs)
+                if firing is not None:
+                    fired.append(firing)
+        return fired
+
+    def _cron_triggers(self) -> list[Trigger]:
+        with Session(self.engine) as session:
+            query = select(Trigger).where(Trigger.kind == "cron", Trigger.enabled)  # type: ignore[arg-type]
+            return list(session.scalars(query))
+
+    def _advance(self, trigger_id: str, tick: datetime) -> None:
+        with Session(self.engine) as session:
+            session.execute(
+                update(Trigger).where(Trigger.id == trigger_id).values(last_tick=tick)  # type: ignore[arg-type]
+            )
+            session.commit()
+
+    async def receive(self, trigger_id: str, body: bytes, signed: str | None) -> TriggerFiring:
+        """A webhook call: check the signature (when the trigger has a secret), map the JSON
+        body to inputs and fire."""
+        trigger = await asyncio.to_thread(self.get, trigger_id)
+        if trigger.kind != "webhook" or not trigger.enabled:
+            raise NotFoundError(f"no webhook {trigger_id!r}")
+        if trigger.secret_name is not None:
+            secret = await asyncio.to_thread(self.secrets.get, trigger.secret_name)
+            if signed is None or not hmac.compare_digest(signed, signature(secret, body)):
+                raise AuthError(
+                    f"the webhook needs a valid {SIGNATURE_HEADER} header "
+                    "(sha256=<HMAC-SHA256 of the body with the trigger's secret, hex>)",
+                    401,
+                    "invalid_signature",
+                )
+        try:
+            parsed = json.loads(body) if body else {}
+        except ValueError:
+            raise InputError("the webhook body is not JSON") from None
+        inputs = webhook_inputs(trigger, parsed)
+        tick = utcnow()
+        while True:  # two calls in the same microsecond: the later one takes the next
+            firing = await self.fire(trigger, tick, inputs)
+            if firing is not None:
+                return firing
+            tick += timedelta(microseconds=1)
+
+    # -- the scheduler ----------------------------------------------------------------------
+
+    def start(self) -> None:
+        """Run the scheduler on the running loop until close()."""
+        if self._task is None:
+            self._task = asyncio.get_running_loop().create_task(
+                self._loop(), name="dagwright-triggers"
+            )
+
+    async def _loop(self) -> None:
+        while True:
+            try:
+                await self.tick_once()
+            except Exception:  # a bad pass must not stop the schedules: log, try again
+                log.warning("trigger scheduler pass failed", exc_info=True)
+            await asyncio.sleep(self.poll)
+
+    async def close(self) -> None:
+        task, self._task = self._task, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
