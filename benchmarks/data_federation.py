@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import resource
 import statistics
 import subprocess
@@ -111,6 +112,8 @@ def measure(method: str, folder: Path, repeat: int) -> dict[str, Any]:
             capture_output=True,
             text=True,
             check=True,
+            # The Parquet folder is a temporary one: a source root for the files source.
+            env={**os.environ, "DAGWRIGHT_SOURCE_ROOTS": str(folder.resolve())},
         )
         runs.append(json.loads(done.stdout.strip().splitlines()[-1]))
         if method == "engine" and len(runs) == 1:

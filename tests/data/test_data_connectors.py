@@ -1,7 +1,8 @@
 """The connectors against real sources: files, SQLite, PostgreSQL, MariaDB, an HTTP JSON
 server and Python values. Metadata (columns, types, keys, comments, row estimates), reads
 with pushed filters, splits, and the errors each reports (unreachable, refused credentials,
-missing tables, unmapped types) without ever showing a password."""
+missing tables, unmapped types) without ever showing a password. And the rule for which
+local paths file and SQLite sources may read (``SourcePaths``)."""
 
 from __future__ import annotations
 
@@ -19,7 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from dagwright.data import Catalog, Connector, Filter, Split, TableInfo, connector_kinds
-from dagwright.data.catalog import create_connector
+from dagwright.data.catalog import RefusedSource, create_connector
 from dagwright.data.connectors import (
     FilesConnector,
     HttpJsonConnector,
@@ -29,6 +30,7 @@ from dagwright.data.connectors import (
     SqliteConnector,
     register_connector,
 )
+from dagwright.data.connectors.common import SourcePathError, SourcePaths
 from dagwright.errors import DataError, DataSourceError
 from dagwright.secrets import MappingSecrets
 from support.data_sources import (
@@ -805,3 +807,168 @@ def test_catalog_caches_metadata_until_refreshed(tmp_path: Path) -> None:
         assert catalog.tables("f", "main") == ["a", "b"]
         catalog.refresh()
         assert [str(ref) for ref in catalog.table_refs()] == ["f.main.a", "f.main.b"]
+
+
+# --- which local paths sources may read -----------------------------------------------------
+
+
+@pytest.fixture
+def data_dir(tmp_path: Path) -> Path:
+    """A data directory as a server leaves it: database, key, Qdrant folder, a sources/
+    folder with one CSV and a SQLite file."""
+    folder = tmp_path / "data"
+    (folder / "qdrant" / "collection").mkdir(parents=True)
+    (folder / "qdrant" / "collection" / "points.json").write_text('[{"id": 1}]')
+    (folder / "secret.key").write_text("x\n")
+    with sqlite3.connect(folder / "dagwright.db") as connection:
+        connection.execute("CREATE TABLE api_keys (hash TEXT)")
+    (folder / "sources").mkdir()
+    (folder / "sources" / "ok.csv").write_text("a\n1\n")
+    with sqlite3.connect(folder / "sources" / "ok.db") as connection:
+        connection.execute("CREATE TABLE t (a INTEGER)")
+    return folder
+
+
+def rule_for(data_dir: Path, **options: Any) -> SourcePaths:
+    return SourcePaths.for_data_dir(data_dir, environ={}, **options)
+
+
+def refused(make: Any) -> SourcePathError:
+    with pytest.raises(SourcePathError) as caught:
+        make()
+    assert caught.value.code == "source_path_forbidden"
+    return caught.value
+
+
+def test_sources_read_only_under_their_roots(data_dir: Path) -> None:
+    rule = rule_for(data_dir)
+    assert rule.check(data_dir / "sources" / "ok.csv", "s") == (data_dir / "sources" / "ok.csv")
+    files = FilesConnector.from_config(
+        "f", {"path": str(data_dir / "sources")}, NO_SECRETS, paths=rule
+    )
+    assert files.tables("main") == ["ok"]
+    lite = SqliteConnector("l", data_dir / "sources" / "ok.db", rule)
+    assert lite.tables("main") == ["t"]
+    for path in (
+        data_dir / "dagwright.db",
+        data_dir / "secret.key",
+        data_dir / "qdrant" / "collection" / "points.json",
+        data_dir / "qdrant",
+        data_dir,
+        data_dir / "sources" / ".." / "secret.key",
+        Path("/etc/passwd"),
+        Path("/proc/self/environ"),
+    ):
+        error = refused(lambda path=path: rule.check(path, "s"))
+        assert str(path) in error.message
+        assert str(data_dir / "sources") in error.message  # the allowed roots are named
+        assert error.roots[0] == str((data_dir / "sources").resolve())
+    assert "relative" in refused(lambda: rule.check("data/sources/ok.csv", "s")).message
+    # Connectors refuse at creation, whatever the kind's settings.
+    refused(
+        lambda: FilesConnector.from_config("f", {"path": str(data_dir)}, NO_SECRETS, paths=rule)
+    )
+    refused(lambda: SqliteConnector("l", data_dir / "dagwright.db", rule))
+    refused(lambda: SqliteConnector("l", "sources/ok.db", rule))
+
+
+def test_a_root_holding_the_data_directory_does_not_open_it(data_dir: Path) -> None:
+    rule = rule_for(data_dir, roots=[data_dir.parent, data_dir, "/"])
+    assert rule.check(data_dir.parent / "elsewhere.csv", "s")
+    for path in (data_dir / "secret.key", data_dir / "sources" / "ok.csv", data_dir / "x.csv"):
+        refused(lambda path=path: rule.check(path, "s"))
+    # A root inside it opens that folder only, and never the internals.
+    rule = rule_for(data_dir, roots=[data_dir / "sources", data_dir / "qdrant"])
+    assert rule.check(data_dir / "sources" / "ok.csv", "s")
+    refused(lambda: rule.check(data_dir / "qdrant" / "collection" / "points.json", "s"))
+
+
+def test_symlinks_are_resolved_before_the_check(data_dir: Path) -> None:
+    rule = rule_for(data_dir)
+    sources = data_dir / "sources"
+    (sources / "key.csv").symlink_to(data_dir / "secret.key")
+    (sources / "passwd.csv").symlink_to("/etc/passwd")
+    (sources / "db.db").symlink_to(data_dir / "dagwright.db")
+    (sources / "up").symlink_to(data_dir)
+    for link in ("key.csv", "passwd.csv", "up/secret.key"):
+        error = refused(lambda link=link: rule.check(sources / link, "s"))
+        assert "resolves to" in error.message
+    refused(lambda: SqliteConnector("l", sources / "db.db", rule))
+    refused(
+        lambda: FilesConnector.from_config(
+            "f", {"path": str(sources / "up")}, NO_SECRETS, paths=rule
+        )
+    )
+
+
+def test_a_symlink_planted_in_an_allowed_folder_is_refused_when_read(data_dir: Path) -> None:
+    rule = rule_for(data_dir)
+    sources = data_dir / "sources"
+    files = FilesConnector.from_config("f", {"path": str(sources)}, NO_SECRETS, paths=rule)
+    assert files.tables("main") == ["ok"]
+    # Planted after the source was added: a file, and a file deep in a folder table.
+    (sources / "stolen.csv").symlink_to(data_dir / "secret.key")
+    (sources / "nested").mkdir()
+    (sources / "nested" / "part1.csv").write_text("a\n1\n")
+    (sources / "nested" / "part2.csv").symlink_to(data_dir / "dagwright.db")
+    assert "stolen" in files.tables("main")  # listed, so the refusal is explained...
+    for table in ("stolen", "nested"):
+        error = refused(lambda table=table: files.table_info("main", table))  # ...never read
+        assert "resolves to" in error.message
+        refused(lambda table=table: files.splits("main", table, ["a"]))
+    assert read_all(files, files.splits("main", "ok", ["a"])).to_pylist() == [{"a": 1}]
+    # A split made while the file was fine is checked again when it is read.
+    splits = files.splits("main", "ok", ["a"])
+    (sources / "ok.csv").unlink()
+    (sources / "ok.csv").symlink_to(data_dir / "secret.key")
+    refused(lambda: read_all(files, splits))
+
+
+def test_a_sqlite_file_swapped_for_a_symlink_is_refused(data_dir: Path) -> None:
+    rule = rule_for(data_dir)
+    lite = SqliteConnector("l", data_dir / "sources" / "ok.db", rule)
+    assert lite.tables("main") == ["t"]
+    (data_dir / "sources" / "ok.db").unlink()
+    (data_dir / "sources" / "ok.db").symlink_to(data_dir / "dagwright.db")
+    refused(lambda: lite.tables("main"))
+
+
+def test_the_environment_names_the_roots(data_dir: Path, tmp_path: Path) -> None:
+    other = tmp_path / "lake"
+    other.mkdir()
+    env = {"DAGWRIGHT_DATA_DIR": str(data_dir), "DAGWRIGHT_SOURCE_ROOTS": f"{other}:/srv/none"}
+    rule = SourcePaths.from_environment(env)
+    assert rule.check(other / "x.csv", "s")
+    refused(lambda: rule.check(data_dir / "sources" / "ok.csv", "s"))  # replaced by the env
+    assert rule.check(data_dir / "demo" / "figure1.sqlite", "s")  # the demo's, always
+    # Defaults: <data dir>/sources and <data dir>/billing; the server's own SQLite database
+    # named by DAGWRIGHT_DATABASE_URL and the settings file are never readable.
+    elsewhere = tmp_path / "elsewhere"
+    env = {
+        "DAGWRIGHT_DATA_DIR": str(data_dir),
+        "DAGWRIGHT_SOURCE_ROOTS": str(tmp_path),
+        "DAGWRIGHT_DATABASE_URL": f"sqlite:///{elsewhere}/server.db",
+        "DAGWRIGHT_SETTINGS": str(tmp_path / "dagwright.toml"),
+    }
+    rule = SourcePaths.from_environment(env)
+    assert rule.check(tmp_path / "lake" / "x.csv", "s")
+    for path in ("server.db", "server.db-wal"):
+        refused(lambda path=path: rule.check(elsewhere / path, "s"))
+    refused(lambda: rule.check(tmp_path / "dagwright.toml", "s"))
+    default = SourcePaths.from_environment({"DAGWRIGHT_DATA_DIR": str(data_dir)})
+    assert default.check(data_dir / "billing" / "events.parquet", "s")
+    refused(lambda: default.check(other / "x.csv", "s"))
+
+
+def test_create_connector_checks_paths_and_the_catalog_can_defer(data_dir: Path) -> None:
+    rule = rule_for(data_dir)
+    settings = {"kind": "files", "path": str(data_dir / "secret.key")}
+    refused(lambda: create_connector("k", settings, NO_SECRETS, paths=rule))
+    config = {"k": settings, "ok": {"kind": "files", "path": str(data_dir / "sources")}}
+    refused(lambda: Catalog.from_config(config, NO_SECRETS, paths=rule))
+    with Catalog.from_config(config, NO_SECRETS, paths=rule, defer_path_refusals=True) as catalog:
+        assert isinstance(catalog.source("k"), RefusedSource)
+        assert catalog.tables("ok", "main") == ["ok"]  # the other source goes on working
+        error = refused(lambda: catalog.tables("k", "main"))
+        assert error.source == "k"
+        assert str(data_dir / "secret.key") in error.message

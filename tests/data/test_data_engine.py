@@ -8,6 +8,7 @@ from __future__ import annotations
 import datetime
 import decimal
 import math
+import os
 import threading
 import time
 from collections.abc import Iterator
@@ -25,6 +26,7 @@ from dagwright.data.connectors import (
     MysqlConnector,
     PostgresConnector,
 )
+from dagwright.data.engine import parse_size
 from dagwright.errors import DataSourceError, QueryError, SqlRefusedError
 from dagwright.secrets import MappingSecrets
 from support.data_sources import (
@@ -272,6 +274,104 @@ def test_memory_limit_is_query_memory() -> None:
         engine.query("SELECT list(range) FROM range(100000000)")
     assert caught.value.code == "query_memory"
     engine.close()
+
+
+# A call DuckDB does not interrupt: edit distance between two 32,000-character strings (~2 s).
+UNINTERRUPTIBLE = (
+    "WITH s AS (SELECT string_agg(md5(x::VARCHAR), '') AS s FROM range(1000) t(x))"
+    " SELECT levenshtein(s, s) FROM s"
+)
+
+
+def test_a_call_duckdb_does_not_interrupt_is_answered_on_time_and_counted() -> None:
+    engine = QueryEngine(Catalog(), QueryLimits(max_overruns=1, grace_s=0.2))
+    started = time.monotonic()
+    with pytest.raises(QueryError) as caught:
+        engine.query(UNINTERRUPTIBLE, timeout_s=0.5)
+    assert caught.value.code == "query_timeout"
+    assert time.monotonic() - started < 1.2  # the deadline plus the grace, not DuckDB's ~2 s
+    assert engine._overruns == 1
+    with pytest.raises(QueryError) as busy:  # overruns cannot pile up
+        engine.query("SELECT 1")
+    assert busy.value.code == "query_busy"
+    deadline = time.monotonic() + 60
+    while engine._overruns and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert engine._overruns == 0  # it ended on its own and cleaned up after itself
+    assert engine.query("SELECT 1 AS one").records() == [{"one": 1}]
+    engine.close()
+
+
+def rss() -> int:
+    with open("/proc/self/statm") as handle:
+        return int(handle.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+
+
+@pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="reads /proc (Linux)")
+def test_the_memory_watchdog_stops_a_query_that_grows_the_process() -> None:
+    # DuckDB alone would let this grow to its 2 GB limit; the watchdog stops it at 200 MB.
+    engine = QueryEngine(Catalog(), QueryLimits(memory_limit="2GB", max_memory_growth="200MB"))
+    before, peak = rss(), [0]
+    stop = threading.Event()
+
+    def sample() -> None:
+        while not stop.is_set():
+            peak[0] = max(peak[0], rss())
+            time.sleep(0.005)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        with pytest.raises(QueryError) as caught:
+            engine.query("SELECT length(list(x)) FROM range(1000000000) t(x)", timeout_s=30)
+    finally:
+        stop.set()
+        sampler.join()
+    assert caught.value.code == "query_memory"
+    assert "the process grew by" in caught.value.message
+    assert peak[0] - before < 600 * 2**20, f"grew {(peak[0] - before) / 2**20:.0f} MiB"
+    engine.close()
+
+
+def test_the_result_is_bounded_in_bytes() -> None:
+    engine = QueryEngine(Catalog(), QueryLimits(max_result_bytes=2**20))
+    with pytest.raises(QueryError) as caught:
+        engine.query("SELECT md5(x::VARCHAR) AS h FROM range(1000000) t(x)", max_rows=1_000_000)
+    assert caught.value.code == "query_result_too_large"
+    assert len(engine.query("SELECT x FROM range(1000) t(x)").table) == 1000
+    engine.close()
+
+
+def test_duckdb_spills_only_where_configured(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)  # DuckDB's own default would be ./.tmp
+    sql = "SELECT count(*) AS n FROM (SELECT x FROM range(3000000) t(x) ORDER BY md5(x::VARCHAR))"
+    engine = QueryEngine(Catalog(), QueryLimits(memory_limit="60MB", threads=1))
+    with pytest.raises(QueryError) as caught:
+        engine.query(sql, timeout_s=60)
+    assert caught.value.code == "query_memory"
+    assert list(tmp_path.iterdir()) == []  # nothing written where the server runs
+    engine.close()
+    spill = tmp_path / "spill"
+    spill.mkdir()
+    limits = QueryLimits(
+        memory_limit="60MB", threads=1, temp_directory=str(spill), max_temp_directory_size="1GB"
+    )
+    engine = QueryEngine(Catalog(), limits)
+    assert engine.query(sql, timeout_s=120).records() == [{"n": 3_000_000}]
+    engine.close()
+    assert [path.name for path in tmp_path.iterdir()] == ["spill"]
+
+
+def test_sizes_read_as_duckdb_writes_them() -> None:
+    assert parse_size("2GB") == 2 * 10**9
+    assert parse_size("512MiB") == 512 * 2**20
+    assert parse_size("1.5 GB") == 1_500_000_000
+    assert parse_size("1000") == 1000
+    assert QueryLimits(memory_limit="2GB").memory_growth_bytes() == 2_500_000_000
+    with pytest.raises(ValueError, match="not a size"):
+        parse_size("lots")
 
 
 def test_errors_name_catalog_tables_not_registered_ones(

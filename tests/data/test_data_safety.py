@@ -1,12 +1,15 @@
 """The read-only rule: a catalogue of hostile statements, each refused with ``sql_refused``
 and each shown not to have run (no file written, no source changed, nothing created or
-changed in DuckDB); legitimate queries of every common shape pass and answer right; and
-DuckDB's own settings refuse what would slip past the check."""
+changed in DuckDB); a catalogue of SQL bombs (too big, too deep, built to blow up the parser,
+the planner or memory), each refused with its code before it costs anything; legitimate
+queries of every common shape pass and answer right; and DuckDB's own settings refuse what
+would slip past the check."""
 
 from __future__ import annotations
 
 import hashlib
 import sqlite3
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +20,7 @@ import pytest
 
 from dagwright.data import Catalog, QueryEngine, check_sql
 from dagwright.data.connectors import MemoryConnector, SqliteConnector
+from dagwright.data.safety import MAX_SQL_BYTES, MAX_SQL_DEPTH
 from dagwright.errors import SqlRefusedError
 
 HOSTILE = [
@@ -85,6 +89,17 @@ HOSTILE = [
     "SELECT * FROM duckdb_settings()",
     "SELECT * FROM duckdb_tables()",
     "SELECT * FROM pragma_database_list()",
+    # What DuckDB itself would let through (it runs them): refused by the check.
+    "ATTACH ':memory:' AS scratch",
+    "SELECT * FROM query_table('mem.main.t')",
+    "PRAGMA database_list",
+    "SELECT * FROM sniff_csv('/etc/passwd')",
+    "SELECT * FROM parquet_metadata('{tmp}/x.parquet')",
+    "COPY lite.main.items FROM '/etc/passwd'",
+    "LOAD '{tmp}/evil.duckdb_extension'",
+    "FROM 'https://example.com/data.csv'",
+    "SELECT * FROM read_csv('http://127.0.0.1:1/x.csv')",
+    "SELECT which_secret('s3://bucket/x', 's3')",
     # Tables outside the catalog: system catalogs, bare names, the registered names.
     "SELECT * FROM information_schema.tables",
     "SELECT * FROM pg_catalog.pg_class",
@@ -198,6 +213,74 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
     engine.close()
 
 
+# SQL built to cost: each refused with its code before the parser, the planner or DuckDB can
+# spend seconds or gigabytes on it.
+BOMBS: list[tuple[str, str]] = [
+    ("SELECT 1 + " + "+".join(["1"] * (MAX_SQL_BYTES // 2)), "sql_too_large"),
+    ("SELECT '" + "x" * 1_500_000 + "'", "sql_too_large"),
+    ("SELECT " + "(" * 5000 + "1" + ")" * 5000, "sql_too_deep"),
+    ("SELECT " + "(" * (MAX_SQL_DEPTH + 1) + "1" + ")" * (MAX_SQL_DEPTH + 1), "sql_too_deep"),
+    ("SELECT * FROM " + "(SELECT * FROM " * 5000 + "mem.t" + ") x" * 5000, "sql_too_large"),
+    ("SELECT * FROM " + "(SELECT * FROM " * 40 + "mem.t" + ") x" * 40, "sql_too_deep"),
+    ("SELECT " + "[" * 40 + "1" + "]" * 40, "sql_too_deep"),
+    ("SELECT " + "CASE WHEN true THEN " * 40 + "1" + " END" * 40, "sql_too_deep"),
+    # No brackets, still recursive in the parser: chains of unary operators.
+    ("SELECT " + "NOT " * 3000 + "true", "sql_too_deep"),
+    ("SELECT " + "- " * 3000 + "1", "sql_too_deep"),
+    # Quadratic in sqlglot's planner: many SELECTs, tables or select items.
+    (" UNION ALL ".join(["SELECT 1"] * 100), "sql_too_large"),
+    ("SELECT 1 FROM " + ", ".join(f"mem.t t{i}" for i in range(80)), "sql_too_large"),
+    ("SELECT " + ",".join(["id"] * 3000) + " FROM mem.t", "sql_too_large"),
+    # Worse than quadratic in DuckDB's optimizer, which no interruption stops.
+    ("SELECT " + "+".join(["id"] * 900) + " FROM mem.t", "sql_too_deep"),
+    ("SELECT " + "list_transform([1], x -> " * 20 + "x" + ")" * 20, "sql_refused"),
+    (
+        "WITH c0 AS (SELECT id AS x FROM mem.t), "
+        + ", ".join(f"c{i} AS (SELECT a.x FROM c{i - 1} a, c{i - 1} b)" for i in range(1, 20))
+        + " SELECT count(*) FROM c19",
+        "sql_refused",
+    ),
+    # Values built far larger than their input, in one call DuckDB neither interrupts nor
+    # counts against its memory limit.
+    ("SELECT length(repeat('ab', 1000000000))", "sql_refused"),
+    ("SELECT length(repeat(name, 1000)) FROM mem.t", "sql_refused"),
+    ("SELECT lpad('x', 2000000000, 'y')", "sql_refused"),
+    ("SELECT printf('%2000000000d', 1)", "sql_refused"),
+    ("SELECT printf('%*d', 2000000000, 1)", "sql_refused"),
+    ("SELECT format('{:>2000000000}', 1)", "sql_refused"),
+    ("SELECT format('{:>{}}', 1, 2000000000)", "sql_refused"),
+    ("SELECT bar(1, 0, 1, 2000000000)", "sql_refused"),
+    ("SELECT to_base(1, 2, 2000000000)", "sql_refused"),
+    ("SELECT list_resize([1], 2000000000)", "sql_refused"),
+    ("SELECT list_sort(range(300000000))[1]", "sql_refused"),
+    ("SELECT unnest(generate_series(1, id * 100000000)) FROM mem.t", "sql_refused"),
+]
+
+
+@pytest.mark.parametrize(
+    ("sql", "code"), BOMBS, ids=[f"{i}-{code}" for i, (_, code) in enumerate(BOMBS)]
+)
+def test_sql_bomb_is_refused_before_it_costs(sandbox: Sandbox, sql: str, code: str) -> None:
+    started = time.monotonic()
+    with pytest.raises(SqlRefusedError) as caught:
+        sandbox.engine.query(sql, timeout_s=10)
+    assert caught.value.code == code, caught.value.message
+    assert time.monotonic() - started < 3, "refused, but only after it cost seconds"
+
+
+def test_amplifying_functions_with_small_literal_sizes_pass(sandbox: Sandbox) -> None:
+    sql = (
+        "SELECT repeat('-', 3) AS r, lpad(id::VARCHAR, 3, '0') AS p, printf('%5.1f', 2.25) AS f,"
+        " format('{:>4}', 7) AS g, len(range(5)) AS n, len(list_resize([1], 3)) AS z"
+        " FROM mem.t WHERE id = 1"
+    )
+    assert sandbox.engine.query(sql).records() == [
+        {"r": "---", "p": "001", "f": "  2.2", "g": "   7", "n": 5, "z": 3}
+    ]
+    depth = "SELECT " + "(" * MAX_SQL_DEPTH + "1" + ")" * MAX_SQL_DEPTH + " AS one"
+    assert sandbox.engine.query(depth).records() == [{"one": 1}]
+
+
 def test_the_catalogue_is_large_enough() -> None:
     assert len(HOSTILE) >= 35
     assert len(set(HOSTILE)) == len(HOSTILE)
@@ -247,15 +330,41 @@ def test_duckdb_refuses_what_would_slip_past_the_check(sandbox: Sandbox) -> None
     try:
         for sql in (
             "SELECT * FROM read_csv('/etc/passwd')",
+            "SELECT * FROM read_text('/etc/passwd')",
+            "SELECT * FROM read_blob('/etc/passwd')",
+            "SELECT * FROM glob('/etc/*')",
+            "SELECT * FROM sniff_csv('/etc/passwd')",
+            f"SELECT * FROM parquet_metadata('{sandbox.folder}/x.parquet')",
+            "SELECT * FROM '/etc/passwd'",
+            "FROM 'https://example.com/data.csv'",
             f"COPY (SELECT 1) TO '{sandbox.folder}/x.csv'",
+            f"EXPORT DATABASE '{sandbox.folder}/export'",
             f"ATTACH '{sandbox.folder}/x.db'",
+            "INSTALL httpfs",
             "LOAD httpfs",
+            f"LOAD '{sandbox.folder}/evil.duckdb_extension'",
+            "CREATE SECRET s (TYPE s3, KEY_ID 'k', SECRET 's')",
             "SET threads = 64",
             "SET enable_external_access = true",
+            "SET lock_configuration = false",
+            "SET memory_limit = '100GB'",
+            "RESET memory_limit",
+            f"SET temp_directory = '{sandbox.folder}'",
+            "SET max_temp_directory_size = '100GB'",
+            "SET max_expression_depth = 100000",
+            "SET allow_unsigned_extensions = true",
+            "SET python_enable_replacements = true",
         ):
             with pytest.raises(duckdb.Error):
                 cursor.execute(sql)
+        settings = cursor.execute(
+            "SELECT current_setting('enable_external_access'),"
+            " current_setting('lock_configuration'), current_setting('temp_directory'),"
+            " current_setting('max_expression_depth')"
+        ).fetchall()
     finally:
         cursor.close()
+    assert settings == [(False, True, "", 200)]  # no files, locked, never spills, bounded depth
     assert not (sandbox.folder / "x.csv").exists()
     assert not (sandbox.folder / "x.db").exists()
+    assert not (sandbox.folder / "export").exists()

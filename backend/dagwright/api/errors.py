@@ -56,6 +56,8 @@ def status_of(exc: DagwrightError) -> int:
         return exc.status
     if isinstance(exc, QueryError) and exc.code == "query_timeout":
         return 408
+    if isinstance(exc, QueryError) and exc.code == "query_busy":
+        return 503  # queries past their time limit are still finishing: try again later
     if isinstance(exc, DataSourceError) and exc.code == "table_not_found":
         return 404
     for kind, status in _STATUS:

@@ -44,7 +44,10 @@ def _fail(exc: DagwrightError) -> typer.Exit:
 def _opened() -> Iterator[DataSourceService]:
     """The registry for one command: its errors printed with their code (exit 2), its
     connections closed."""
-    service = _service()
+    try:
+        service = _service()  # the settings file's sources are read here: errors too
+    except DagwrightError as exc:
+        raise _fail(exc) from None
     try:
         yield service
     except DagwrightError as exc:

@@ -12,14 +12,17 @@ import difflib
 import re
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Self, TypeVar
+from pathlib import Path
+from typing import Any, NoReturn, Self, TypeVar
 
-from pydantic import ValidationError
+import pyarrow as pa
+from pydantic import BaseModel, ValidationError
 
-from dagwright.data.connector import Connector, TableInfo
+from dagwright.data.connector import Connector, Filter, Split, TableInfo
 from dagwright.data.connectors import connector_kinds
+from dagwright.data.connectors.common import SourcePathError, SourcePaths
 from dagwright.errors import DataError, DataSourceError, describe_validation_error
 from dagwright.secrets import EnvSecrets, Secrets
 
@@ -83,16 +86,28 @@ class Catalog:
         secrets: Secrets | None = None,
         *,
         metadata_ttl_s: float = 60.0,
+        paths: SourcePaths | None = None,
+        defer_path_refusals: bool = False,
     ) -> Self:
         """A catalog from ``{name: {"kind": ..., **connector settings}}`` (a TOML table of
         tables, or the API's JSON). Secrets named by the settings (``password_secret``...)
-        are read from ``secrets``, by default the environment. An unknown kind or invalid
-        settings raise ``DataError(code="source_config")`` naming the source."""
+        are read from ``secrets``, by default the environment; file and SQLite paths are
+        checked against ``paths`` (by default the environment's rule). An unknown kind or
+        invalid settings raise ``DataError(code="source_config")`` naming the source, a
+        forbidden path ``SourcePathError`` (``source_path_forbidden``); with
+        ``defer_path_refusals`` such a source is registered as one that raises that error
+        on every use, so one stored source cannot take every other source down."""
         secrets = EnvSecrets() if secrets is None else secrets
         catalog = cls(metadata_ttl_s=metadata_ttl_s)
         try:
             for name, settings in config.items():
-                catalog.add(name, create_connector(name, settings, secrets))
+                try:
+                    connector = create_connector(name, settings, secrets, paths=paths)
+                except SourcePathError as exc:
+                    if not defer_path_refusals:
+                        raise
+                    connector = RefusedSource(name, exc)
+                catalog.add(name, connector)
         except BaseException:
             catalog.close()
             raise
@@ -267,8 +282,54 @@ def _folded(names: list[str]) -> set[str]:
     return {name.lower() for name in names}
 
 
-def create_connector(name: str, settings: Mapping[str, Any], secrets: Secrets) -> Connector:
-    """A connector from one source's settings (``kind`` plus the kind's own settings)."""
+class RefusedSource(Connector):
+    """A configured source that may not be made (its path is forbidden): every call raises
+    the refusal, so the source is listed and explained rather than silently missing."""
+
+    kind = "refused"
+    config_model = BaseModel
+
+    def __init__(self, source: str, error: SourcePathError) -> None:
+        super().__init__(source)
+        self.error = error
+
+    @classmethod
+    def from_config(cls, source: str, config: Mapping[str, Any], secrets: Secrets) -> Self:
+        raise ValueError("a refused source is not configured")
+
+    def _refuse(self) -> NoReturn:
+        error = self.error  # a new exception each time: a raised one keeps its traceback
+        roots = [Path(root) for root in error.roots]
+        raise SourcePathError(error.message, error.path, roots, self.source) from None
+
+    def schemas(self) -> list[str]:
+        self._refuse()
+
+    def tables(self, schema: str) -> list[str]:
+        self._refuse()
+
+    def table_info(self, schema: str, table: str) -> TableInfo:
+        self._refuse()
+
+    def splits(
+        self, schema: str, table: str, columns: Sequence[str], filters: Sequence[Filter] = ()
+    ) -> list[Split]:
+        self._refuse()
+
+    def read(self, split: Split) -> Iterator[pa.RecordBatch]:
+        self._refuse()
+
+
+def create_connector(
+    name: str,
+    settings: Mapping[str, Any],
+    secrets: Secrets,
+    *,
+    paths: SourcePaths | None = None,
+) -> Connector:
+    """A connector from one source's settings (``kind`` plus the kind's own settings).
+    Kinds that read local files (``reads_local_paths``) get ``paths``, the rule their paths
+    are checked against (None: the environment's); a forbidden path is SourcePathError."""
     check_source_name(name)
     kinds = connector_kinds()
     kind = settings.get("kind")
@@ -279,8 +340,13 @@ def create_connector(name: str, settings: Mapping[str, Any], secrets: Secrets) -
             source=name,
         )
     options = {key: value for key, value in settings.items() if key != "kind"}
+    factory = kinds[kind]
     try:
-        return kinds[kind].from_config(name, options, secrets)
+        if getattr(factory, "reads_local_paths", False):
+            # The kinds that declare it take the keyword (files, sqlite).
+            made: Connector = factory.from_config(name, options, secrets, paths=paths)  # type: ignore[call-arg]
+            return made
+        return factory.from_config(name, options, secrets)
     except ValidationError as exc:
         raise DataError(
             f"source {name!r}: {describe_validation_error(exc)}", code="source_config", source=name

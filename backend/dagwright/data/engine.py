@@ -5,17 +5,39 @@ tables it reads, their needed columns and pushable filters), its tables are read
 sources as Arrow and registered in a per-query DuckDB cursor under generated names, and the
 rewritten SQL runs with a LIMIT of one row more than asked, so a cut result is known to be
 cut (``truncated``). One DuckDB connection serves the engine, configured once: memory limit,
-threads, external access off (no files, URLs, extensions, ATTACH) and then locked so no query
-can change it. The time limit covers reading the sources' metadata, reading their rows and
-DuckDB's own work.
+threads, external access off (no files, URLs, extensions, ATTACH), no spilling to disk unless
+a temporary folder is given (DuckDB would otherwise write to ./.tmp, up to 90% of the disk),
+and then locked so no query can change it.
+
+Limits (``QueryLimits``), each refusal a typed error:
+
+- the SQL text: size and bracket depth before it is parsed, then the read-only check
+  (``safety.check_sql``: ``sql_too_large``, ``sql_too_deep``, ``sql_refused``);
+- time: one deadline covers checking and planning the SQL, reading the sources' metadata and
+  rows, and DuckDB's own work. DuckDB is interrupted at the deadline; the caller has its
+  answer (``query_timeout``) at the deadline plus ``grace_s`` even when DuckDB is inside a
+  call it does not interrupt (one long scalar function), and such an overrunning query
+  finishes in the background. While ``max_overruns`` of them still run, new queries are
+  refused (``query_busy``), so they cannot pile up;
+- memory: DuckDB's ``memory_limit`` bounds what its buffer manager holds (hash tables,
+  sorts, aggregates: ``query_memory``). It does not see every allocation (the vectors of
+  scalar functions, Arrow copies), so a watchdog samples the process's resident memory every
+  20 ms and interrupts a query when it grew by more than ``max_memory_growth`` since the
+  query started (``query_memory``); functions that build values larger than their input are
+  refused by the check (``safety``, rule 6);
+- the result: at most ``max_rows`` rows (more is ``truncated``, not an error) and
+  ``max_result_bytes`` of Arrow data (``query_result_too_large``).
 """
 
 from __future__ import annotations
 
 import base64
+import contextlib
 import datetime
 import decimal
 import math
+import os
+import re
 import secrets
 import threading
 import time
@@ -26,25 +48,63 @@ from typing import Any, TypeVar
 import duckdb
 import pyarrow as pa
 from sqlglot import exp
-from sqlglot.errors import ParseError
+from sqlglot.errors import ParseError, TokenError
 
 from dagwright.data.catalog import Catalog, TableRef
 from dagwright.data.connector import TableInfo
 from dagwright.data.planner import Plan, plan_query
-from dagwright.data.safety import DIALECT, check_sql
+from dagwright.data.safety import DIALECT, MAX_SQL_BYTES, MAX_SQL_DEPTH, check_sql
 from dagwright.data.streams import SourceStream
-from dagwright.errors import DataError, DataSourceError, QueryError
+from dagwright.errors import DataError, DataSourceError, QueryError, SqlRefusedError
 
 T = TypeVar("T")
-RESULT_BATCH_ROWS = 65_536
+# Rows per result batch: small enough that the byte cap is checked before a batch of wide
+# rows is large (8,192 rows of 10 kB: 80 MB).
+RESULT_BATCH_ROWS = 8_192
+# How often the memory watchdog reads the process's resident memory.
+WATCH_INTERVAL_S = 0.02
+MAX_EXPRESSION_DEPTH = 200
 
 
 @dataclass(frozen=True)
 class QueryLimits:
+    """``memory_limit`` is DuckDB's (its buffer manager); ``max_memory_growth`` how much the
+    whole process may grow while a query runs before the watchdog stops it (None: 1.25 x
+    ``memory_limit``). ``temp_directory``: where DuckDB may spill what does not fit in memory,
+    at most ``max_temp_directory_size`` (None: it never spills). ``grace_s``: how long past
+    its deadline a query may take to stop before the caller is answered anyway;
+    ``max_overruns``: queries allowed to go on running past their deadline at once."""
+
     max_rows: int = 10_000
     timeout_s: float = 30.0
     memory_limit: str = "2GB"
     threads: int = 2
+    max_sql_bytes: int = MAX_SQL_BYTES
+    max_sql_depth: int = MAX_SQL_DEPTH
+    max_result_bytes: int = 64 * 2**20
+    max_memory_growth: str | None = None
+    temp_directory: str | None = None
+    max_temp_directory_size: str = "1GB"
+    grace_s: float = 0.2
+    max_overruns: int = 2
+
+    def memory_growth_bytes(self) -> int:
+        if self.max_memory_growth is not None:
+            return parse_size(self.max_memory_growth)
+        return parse_size(self.memory_limit) * 5 // 4
+
+
+_UNITS = {"": 1, "b": 1, "k": 1000, "m": 1000**2, "g": 1000**3, "t": 1000**4}
+
+
+def parse_size(text: str) -> int:
+    """Bytes in a size as DuckDB writes it: "2GB", "512MiB", "1.5 GB", "1000"."""
+    match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([kmgt]?)(i?)b?\s*", text.lower())
+    if match is None:
+        raise ValueError(f"{text!r} is not a size (e.g. 2GB, 512MiB)")
+    number, unit, binary = match.groups()
+    scale = 1024 ** "bkmgt".index(unit or "b") if binary or unit == "" else _UNITS[unit]
+    return int(float(number) * scale)
 
 
 @dataclass
@@ -131,16 +191,29 @@ class QueryEngine:
             config={
                 "memory_limit": limits.memory_limit,
                 "threads": limits.threads,
-                "enable_external_access": False,
                 # Python variables are not tables (DuckDB would find a DataFrame by name).
                 "python_enable_replacements": False,
                 "autoinstall_known_extensions": False,
                 "autoload_known_extensions": False,
+                # DuckDB's optimizer is worse than quadratic in the depth of an expression
+                # (900 chained additions: 15 s, not interruptible); 200 takes 0.2 s.
+                "max_expression_depth": MAX_EXPRESSION_DEPTH,
             },
         )
-        # From here no statement can change the settings (SET is refused by DuckDB itself).
+        # Spilling only where configured, and bounded: DuckDB's default is ./.tmp, up to 90%
+        # of the disk, external access off or not. Set before external access is turned off
+        # (which forbids changing the temporary folder), then everything is locked: from
+        # here no statement can change a setting (SET is refused by DuckDB itself).
+        self._connection.execute("SET temp_directory = ?", [limits.temp_directory or ""])
+        if limits.temp_directory:
+            self._connection.execute(
+                "SET max_temp_directory_size = ?", [limits.max_temp_directory_size]
+            )
+        self._connection.execute("SET enable_external_access = false")
         self._connection.execute("SET lock_configuration = true")
         self._lock = threading.Lock()
+        self._overruns = 0  # queries still running past their deadline (see _Run)
+        self._watch = _MemoryWatch()
 
     def close(self) -> None:
         self._connection.close()
@@ -149,41 +222,37 @@ class QueryEngine:
         self, sql: str, *, max_rows: int | None = None, timeout_s: float | None = None
     ) -> QueryResult:
         """Runs one read-only query. At most ``max_rows`` rows come back; more is not an
-        error: ``truncated`` says so. SqlRefusedError, DataSourceError or QueryError
-        (``query_failed``, ``query_timeout``, ``query_memory``) otherwise."""
+        error: ``truncated`` says so. SqlRefusedError (``sql_refused``, ``sql_too_large``,
+        ``sql_too_deep``), DataSourceError or QueryError (``query_failed``,
+        ``query_timeout``, ``query_memory``, ``query_result_too_large``, ``query_busy``)
+        otherwise."""
         started = time.monotonic()
         row_limit = self.limits.max_rows if max_rows is None else max_rows
         if row_limit < 0:
             raise ValueError(f"max_rows must be at least 0, not {row_limit}")
         limit_s = self.limits.timeout_s if timeout_s is None else timeout_s
         deadline = started + limit_s
-        tree = check_sql(sql)
         prefix = f"_dw{secrets.token_hex(3)}_"
-        plan, streams = _bounded(lambda: self._prepare(tree, prefix, deadline), deadline, limit_s)
-        _limit(plan, row_limit + 1)
-        executed_sql = plan.tree.sql(dialect=DIALECT)
+        # Checking and planning are Python (sqlglot) and the sources' metadata: on a thread
+        # of their own, so the deadline holds for them too.
+        plan, streams, executed_sql = _bounded(
+            lambda: self._prepare(sql, prefix, deadline, row_limit),
+            deadline,
+            limit_s,
+            discard=lambda prepared: _close_streams(prepared[1]),
+        )
         with self._lock:
+            if self._overruns >= self.limits.max_overruns:
+                _close_streams(streams)
+                raise QueryError(
+                    f"{self._overruns} queries that ran past their time limit are still"
+                    " finishing; try again in a moment (if this lasts, one of them is stuck in"
+                    " a call DuckDB cannot interrupt: restarting the server ends it)",
+                    code="query_busy",
+                )
             cursor = self._connection.cursor()
-        timer = threading.Timer(max(0.0, deadline - time.monotonic()), cursor.interrupt)
-        timer.daemon = True
-        timer.start()
-        try:
-            for scan, stream in zip(plan.scans, streams, strict=True):
-                source = stream.reader() if scan.stream else stream.table()
-                cursor.register(scan.name, source)
-            relation = cursor.sql(executed_sql)
-            columns = [
-                ResultColumn(name, str(type_))
-                for name, type_ in zip(relation.columns, relation.types, strict=True)
-            ]
-            table, truncated = _fetch(relation, row_limit)
-        except (duckdb.Error, DataError) as exc:
-            raise _failure(exc, plan, streams, deadline, limit_s) from exc
-        finally:
-            timer.cancel()
-            for stream in streams:
-                stream.close()
-            cursor.close()
+        run = _Run(self, cursor, plan, streams, executed_sql, row_limit, deadline, limit_s)
+        table, truncated, columns = run.wait(self.limits.grace_s)
         reads = [
             SourceRead(
                 scan.ref.source,
@@ -231,32 +300,285 @@ class QueryEngine:
         try:
             parts = [part.name for part in exp.to_table(qualified, dialect=DIALECT).parts]
             return self.catalog.resolve(parts)
-        except (ValueError, ParseError) as exc:
+        except (ValueError, ParseError, TokenError) as exc:  # TokenError: an unclosed quote
             raise DataSourceError(
                 f"{qualified!r} is not a table of the catalog: {exc}", code="table_not_found"
             ) from exc
 
     def _prepare(
-        self, tree: exp.Query, prefix: str, deadline: float
-    ) -> tuple[Plan, list[SourceStream]]:
-        """The plan and a stream per scan (metadata and splits come from the sources)."""
-        plan = plan_query(tree, self.catalog, prefix)
+        self, sql: str, prefix: str, deadline: float, row_limit: int
+    ) -> tuple[Plan, list[SourceStream], str]:
+        """The checked and planned query, a stream per scan (metadata and splits come from
+        the sources) and the SQL DuckDB will run."""
+        tree = check_sql(
+            sql, max_bytes=self.limits.max_sql_bytes, max_depth=self.limits.max_sql_depth
+        )
+        try:
+            plan = plan_query(tree, self.catalog, prefix)
+            _limit(plan, row_limit + 1)
+            executed_sql = plan.tree.sql(dialect=DIALECT)
+        except RecursionError as exc:  # a tree the parser took but the planner cannot walk
+            raise SqlRefusedError(
+                "the SQL is nested too deeply to be planned; flatten it, with WITH for instance",
+                code="sql_too_deep",
+            ) from exc
         streams = []
         for scan in plan.scans:
             connector = self.catalog.source(scan.ref.source)
             splits = connector.splits(scan.ref.schema, scan.ref.table, scan.columns, scan.filters)
             schema = scan.info.arrow_schema(scan.columns)
             streams.append(SourceStream(connector, splits, schema, deadline, str(scan.ref)))
-        return plan, streams
+        return plan, streams, executed_sql
 
 
-def _bounded(work: Callable[[], T], deadline: float, limit_s: float) -> T:
+class _Run:
+    """One query in DuckDB, on a thread of its own so that the caller is answered by the
+    deadline (plus grace) whatever DuckDB does. A timer interrupts DuckDB at the deadline and
+    the memory watchdog when the process grows too much; a query that does not stop in time
+    is left to finish (it cleans up after itself) and counted as an overrun meanwhile."""
+
+    def __init__(
+        self,
+        engine: QueryEngine,
+        cursor: duckdb.DuckDBPyConnection | None,
+        plan: Plan,
+        streams: list[SourceStream],
+        executed_sql: str,
+        row_limit: int,
+        deadline: float,
+        limit_s: float,
+    ) -> None:
+        self.engine = engine
+        self.cursor = cursor
+        self.plan = plan
+        self.streams = streams
+        self.executed_sql = executed_sql
+        self.row_limit = row_limit
+        self.deadline = deadline
+        self.limit_s = limit_s
+        self.reason: str | None = None  # why DuckDB was interrupted: "time" or "memory"
+        self.growth = 0  # bytes the process had grown by when the watchdog stopped it
+        self.limit_bytes = engine.limits.memory_growth_bytes()
+        self.start_rss = _rss()
+        self.outcome: tuple[pa.Table, bool, list[ResultColumn]] | None = None
+        self.error: DataError | None = None
+        self.done = threading.Event()
+        self.abandoned = False
+        self.interrupted_at: float | None = None
+        self._wake = threading.Event()  # set when DuckDB finishes or is interrupted
+        self._state = threading.Lock()
+
+    def wait(self, grace_s: float) -> tuple[pa.Table, bool, list[ResultColumn]]:
+        timer = threading.Timer(
+            max(0.0, self.deadline - time.monotonic()), self.interrupt, args=("time",)
+        )
+        timer.daemon = True
+        worker = threading.Thread(target=self._execute, name="dagwright-query", daemon=True)
+        self.engine._watch.add(self)
+        timer.start()
+        worker.start()
+        try:
+            # Answered when DuckDB finishes, or ``grace_s`` after it was interrupted (by the
+            # timer at the deadline or by the memory watchdog before) if it goes on anyway.
+            while not self.done.is_set():
+                give_up = self.deadline + grace_s
+                if self.interrupted_at is not None:
+                    give_up = min(give_up, self.interrupted_at + grace_s)
+                remaining = give_up - time.monotonic()
+                if remaining <= 0:
+                    with self._state:
+                        if not self.done.is_set():
+                            self.abandoned = True
+                            with self.engine._lock:
+                                self.engine._overruns += 1
+                    break
+                self._wake.wait(remaining)
+                self._wake.clear()
+        finally:
+            timer.cancel()
+        if not self.abandoned:
+            # The worker has released DuckDB's objects; let it end here, so none of them is
+            # ever freed by a thread the interpreter is stopping (C++ would abort).
+            worker.join()
+        if self.abandoned:
+            if self.reason == "memory":
+                raise self._memory_error()
+            raise QueryError(
+                f"the query ran past its time limit ({self.limit_s:g} s)", code="query_timeout"
+            )
+        if self.error is not None:
+            raise self.error
+        assert self.outcome is not None
+        return self.outcome
+
+    def interrupt(self, reason: str) -> None:
+        with self._state:
+            cursor = self.cursor
+            if self.done.is_set() or cursor is None:
+                return
+            if self.reason is None:
+                self.reason = reason
+                self.interrupted_at = time.monotonic()
+        with contextlib.suppress(duckdb.Error):  # closed meanwhile: nothing to stop
+            cursor.interrupt()
+        self._wake.set()
+
+    def _execute(self) -> None:
+        cursor = self.cursor
+        assert cursor is not None
+        relation: duckdb.DuckDBPyRelation | None = None
+        try:
+            for scan, stream in zip(self.plan.scans, self.streams, strict=True):
+                source = stream.reader() if scan.stream else stream.table()
+                cursor.register(scan.name, source)
+            relation = cursor.sql(self.executed_sql)
+            columns = [
+                ResultColumn(name, str(type_))
+                for name, type_ in zip(relation.columns, relation.types, strict=True)
+            ]
+            table, truncated = _fetch(relation, self.row_limit, self.engine.limits.max_result_bytes)
+            self.outcome = (table, truncated, columns)
+        except (duckdb.Error, DataError) as exc:
+            # Without its traceback: the frames hold DuckDB's objects (see finally).
+            self.error = self._failure(exc).with_traceback(None)
+        except RecursionError:
+            self.error = SqlRefusedError(
+                "the SQL is nested too deeply to be run; flatten it", code="sql_too_deep"
+            )
+        except BaseException as exc:  # reported to the caller, never lost in the thread
+            self.error = QueryError(f"the query failed: {type(exc).__name__}: {exc}")
+        finally:
+            self.engine._watch.remove(self)
+            _close_streams(self.streams)
+            relation = None  # DuckDB's objects are freed here, on this thread, before done
+            with self._state:
+                self.cursor = None
+            try:
+                cursor.close()
+                del cursor
+            finally:
+                with self._state:
+                    self.done.set()
+                    self._wake.set()
+                    if self.abandoned:
+                        with self.engine._lock:
+                            self.engine._overruns -= 1
+
+    def _memory_error(self) -> QueryError:
+        return QueryError(
+            f"the query needs more memory than allowed: the process grew by"
+            f" {self.growth / 2**20:,.0f} MiB while it ran (at most"
+            f" {self.limit_bytes / 2**20:,.0f} MiB)",
+            code="query_memory",
+        )
+
+    def _failure(self, exc: BaseException) -> DataError:
+        """The error to report: a source's own failure first (DuckDB only wraps it), then
+        the watchdog's or the timer's interruption, the memory limit, or DuckDB's message
+        with registered names put back."""
+        errors = [stream.error for stream in self.streams if stream.error is not None]
+        for stream in self.streams:
+            # The error leaves with the query's frames in its traceback; a worker still
+            # blocked on a slow source holds its stream, which must not keep them.
+            stream.error = None
+        if errors:
+            return errors[0]
+        if isinstance(exc, DataError):
+            return exc
+        message = str(exc)
+        for scan in self.plan.scans:
+            message = message.replace(scan.name, str(scan.ref))
+        if self.reason == "memory":
+            return self._memory_error()
+        if "max expression depth" in message.lower():
+            return SqlRefusedError(
+                f"an expression of the SQL is nested more than {MAX_EXPRESSION_DEPTH} deep"
+                " (a long chain of operators, say); split it, with WITH for instance",
+                code="sql_too_deep",
+            )
+        if isinstance(exc, duckdb.InterruptException) or time.monotonic() >= self.deadline:
+            return QueryError(
+                f"the query ran past its time limit ({self.limit_s:g} s)", code="query_timeout"
+            )
+        if isinstance(exc, duckdb.OutOfMemoryException):
+            return QueryError(
+                f"the query needs more memory than allowed: {message}", code="query_memory"
+            )
+        return QueryError(message, code="query_failed")
+
+
+class _MemoryWatch:
+    """Samples the process's resident memory while queries run, and interrupts a query once
+    the process has grown by more than its limit since the query started. Linux only
+    (``/proc/self/statm``); elsewhere DuckDB's own memory limit is all there is."""
+
+    def __init__(self) -> None:
+        self._runs: set[_Run] = set()
+        self._lock = threading.Lock()
+        self._running = False
+
+    def add(self, run: _Run) -> None:
+        if run.start_rss is None:
+            return
+        with self._lock:
+            self._runs.add(run)
+            if self._running:
+                return
+            self._running = True
+        threading.Thread(target=self._loop, name="dagwright-memory-watch", daemon=True).start()
+
+    def remove(self, run: _Run) -> None:
+        with self._lock:
+            self._runs.discard(run)
+
+    def _loop(self) -> None:
+        while True:
+            with self._lock:
+                runs = list(self._runs)
+                if not runs:
+                    self._running = False
+                    return
+            rss = _rss()
+            if rss is not None:
+                for run in runs:
+                    growth = rss - (run.start_rss or rss)
+                    if growth > run.limit_bytes and run.reason is None:
+                        run.growth = growth
+                        run.interrupt("memory")
+            time.sleep(WATCH_INTERVAL_S)
+
+
+_PAGE = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
+
+
+def _rss() -> int | None:
+    """The process's resident memory in bytes (None where /proc is not there)."""
+    try:
+        with open("/proc/self/statm", "rb") as handle:
+            return int(handle.read().split()[1]) * _PAGE
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def _close_streams(streams: Sequence[SourceStream]) -> None:
+    for stream in streams:
+        stream.close()
+
+
+def _bounded(
+    work: Callable[[], T],
+    deadline: float,
+    limit_s: float,
+    discard: Callable[[T], None] | None = None,
+) -> T:
     """``work()`` on a thread of its own, given up at the deadline (a source that does not
     answer cannot hold the query past its time; the thread ends with the source's own
-    timeout)."""
+    timeout). What a given-up ``work`` still returns is handed to ``discard``."""
     outcome: list[T] = []
     failure: list[BaseException] = []
     done = threading.Event()
+    state = threading.Lock()
+    given_up = False
 
     def run() -> None:
         try:
@@ -264,13 +586,21 @@ def _bounded(work: Callable[[], T], deadline: float, limit_s: float) -> T:
         except BaseException as exc:
             failure.append(exc)
         finally:
-            done.set()
+            with state:
+                done.set()
+                late = given_up
+            if late and outcome and discard is not None:
+                discard(outcome[0])
 
     threading.Thread(target=run, name="dagwright-prepare", daemon=True).start()
-    if not done.wait(max(0.0, deadline - time.monotonic())):
+    finished = done.wait(max(0.0, deadline - time.monotonic()))
+    with state:
+        if not finished and not done.is_set():
+            given_up = True
+    if given_up:
         raise QueryError(
-            f"the query ran past its time limit ({limit_s:g} s) while reading the sources'"
-            " metadata",
+            f"the query ran past its time limit ({limit_s:g} s) while checking it and reading"
+            " the sources' metadata",
             code="query_timeout",
         )
     if failure:
@@ -299,42 +629,24 @@ def _limit(plan: Plan, rows: int) -> None:
     plan.tree = exp.select("*").from_(tree.subquery("_dw_result")).limit(rows)
 
 
-def _fetch(relation: duckdb.DuckDBPyRelation, row_limit: int) -> tuple[pa.Table, bool]:
-    """At most ``row_limit`` rows, and whether there were more."""
+def _fetch(
+    relation: duckdb.DuckDBPyRelation, row_limit: int, max_bytes: int
+) -> tuple[pa.Table, bool]:
+    """At most ``row_limit`` rows, and whether there were more; QueryError
+    (``query_result_too_large``) past ``max_bytes`` of Arrow data."""
     reader = relation.to_arrow_reader(batch_size=max(1, min(row_limit + 1, RESULT_BATCH_ROWS)))
-    batches, count = [], 0
+    batches, count, size = [], 0, 0
     for batch in reader:
         batches.append(batch)
         count += batch.num_rows
+        size += batch.nbytes
+        if size > max_bytes:
+            raise QueryError(
+                f"the result is larger than {max_bytes / 2**20:g} MiB: select fewer columns"
+                " or rows (LIMIT), or aggregate",
+                code="query_result_too_large",
+            )
         if count > row_limit:
             break
     table = pa.Table.from_batches(batches, schema=reader.schema)
     return table.slice(0, row_limit), count > row_limit
-
-
-def _failure(
-    exc: BaseException, plan: Plan, streams: list[SourceStream], deadline: float, limit_s: float
-) -> DataError:
-    """The error to report: a source's own failure first (DuckDB only wraps it), then a
-    timeout, the memory limit, or DuckDB's message with registered names put back."""
-    errors = [stream.error for stream in streams if stream.error is not None]
-    for stream in streams:
-        # The error leaves with the query's frames in its traceback; a worker still blocked
-        # on a slow source holds its stream, which must not keep them (and DuckDB's objects).
-        stream.error = None
-    if errors:
-        return errors[0]
-    if isinstance(exc, DataError):
-        return exc
-    message = str(exc)
-    for scan in plan.scans:
-        message = message.replace(scan.name, str(scan.ref))
-    if isinstance(exc, duckdb.InterruptException) or time.monotonic() >= deadline:
-        return QueryError(
-            f"the query ran past its time limit ({limit_s:g} s)", code="query_timeout"
-        )
-    if isinstance(exc, duckdb.OutOfMemoryException):
-        return QueryError(
-            f"the query needs more memory than allowed: {message}", code="query_memory"
-        )
-    return QueryError(message, code="query_failed")

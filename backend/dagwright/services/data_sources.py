@@ -4,11 +4,19 @@ dagwright.toml), the built-in demo sources, and sources added through the API (s
 
 Credentials never enter the registry: a configuration names secrets (`password_secret`,
 `header_secrets`...), read from the secret store when the connector is created.
+
+File and SQLite sources read only under the source roots (`SourcePaths`): by default
+`<data dir>/sources` and `<data dir>/billing`, or the folders DAGWRIGHT_SOURCE_ROOTS names
+(os.pathsep-separated), plus the demo's folders; never the data directory's own files (the
+database, the secret key, Qdrant's storage...). A source outside them is refused when it is
+added (`source_path_forbidden`); one already stored, or in the settings file, is kept in the
+catalog as a source that answers every use with that error.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 import tomllib
 from collections.abc import Mapping
@@ -28,11 +36,75 @@ from dagwright.tabular import TableAccess
 
 if TYPE_CHECKING:
     from dagwright.data import QueryEngine, QueryLimits
+    from dagwright.data.connectors.common import SourcePaths
 
 # The data layer (DuckDB, Arrow) is imported on first use: a server start does not pay for it.
 
 Origin = Literal["file", "demo", "api"]
 DEMO_ENV = "DAGWRIGHT_DEMO_SOURCES"  # "0" leaves the Figure 1 demo sources out
+# A ceiling on the whole process's memory (RLIMIT_DATA), e.g. "6GB": the one bound on what
+# DuckDB allocates outside its own memory limit (docs/security-data.md). Unset: none. It
+# counts address space (VmData, ~1.5 GB at rest), not resident memory: give it room.
+PROCESS_MEMORY_ENV = "DAGWRIGHT_PROCESS_MEMORY"
+# The query engine's limits (QueryLimits) an operator may set: variable -> field.
+QUERY_LIMITS_ENV = {
+    "DAGWRIGHT_QUERY_MEMORY": "memory_limit",  # DuckDB's memory limit, e.g. "2GB"
+    "DAGWRIGHT_QUERY_THREADS": "threads",
+    "DAGWRIGHT_QUERY_TEMP_DIR": "temp_directory",  # where DuckDB may spill (unset: never)
+    "DAGWRIGHT_QUERY_TEMP_SIZE": "max_temp_directory_size",  # at most this much there
+}
+
+
+def query_limits(environ: Mapping[str, str] | None = None) -> QueryLimits:
+    """The engine's limits: the defaults of QueryLimits, with what DAGWRIGHT_QUERY_MEMORY,
+    DAGWRIGHT_QUERY_THREADS, DAGWRIGHT_QUERY_TEMP_DIR and DAGWRIGHT_QUERY_TEMP_SIZE say."""
+    from dagwright.data import QueryLimits
+
+    env = os.environ if environ is None else environ
+    given: dict[str, Any] = {}
+    for name, field in QUERY_LIMITS_ENV.items():
+        value = env.get(name, "").strip()
+        if value:
+            given[field] = value
+    if "threads" in given:
+        try:
+            given["threads"] = max(1, int(given["threads"]))
+        except ValueError:
+            raise DataError(
+                f"DAGWRIGHT_QUERY_THREADS={given['threads']!r} is not a number",
+                code="source_config",
+            ) from None
+    return QueryLimits(**given)
+
+
+def limit_process_memory(environ: Mapping[str, str] | None = None) -> int | None:
+    """Applies DAGWRIGHT_PROCESS_MEMORY as the soft RLIMIT_DATA of this process (the private
+    memory it may map: the heap, DuckDB's and Arrow's buffers) and returns it in bytes; None
+    when it is not set, not supported here, or a lower limit is already in force. Past it an
+    allocation fails: DuckDB reports that query's `query_memory`, Python a MemoryError,
+    instead of the kernel killing the server."""
+    value = (os.environ if environ is None else environ).get(PROCESS_MEMORY_ENV, "").strip()
+    if not value or value == "0":
+        return None
+    match = re.fullmatch(r"([0-9]+(?:\.[0-9]+)?)\s*([kmgt]?)(i?)b?", value.lower())
+    if match is None:
+        raise DataError(
+            f"{PROCESS_MEMORY_ENV}={value!r} is not a size (e.g. 6GB)", code="source_config"
+        )
+    number, unit, binary = match.groups()
+    scale = (1024 if binary else 1000) ** "_kmgt".index(unit or "_")
+    wanted = int(float(number) * scale)
+    try:
+        import resource
+    except ImportError:  # not a Unix
+        return None
+    soft, hard = resource.getrlimit(resource.RLIMIT_DATA)
+    if soft != resource.RLIM_INFINITY and soft <= wanted:
+        return None
+    if hard != resource.RLIM_INFINITY:
+        wanted = min(wanted, hard)
+    resource.setrlimit(resource.RLIMIT_DATA, (wanted, hard))
+    return wanted
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,13 +179,25 @@ def fixed_sources(
 
 
 def engine_over(
-    entries: Mapping[str, SourceEntry], secrets: Secrets, limits: QueryLimits | None = None
+    entries: Mapping[str, SourceEntry],
+    secrets: Secrets,
+    limits: QueryLimits | None = None,
+    paths: SourcePaths | None = None,
 ) -> QueryEngine:
-    """A query engine over these sources."""
-    from dagwright.data import Catalog, QueryEngine, QueryLimits
+    """A query engine over these sources. File and SQLite paths are checked against
+    ``paths`` (default: the environment's rule), to which the demo sources' folders are added
+    (dagwright builds them itself). A source with a forbidden path stays in the catalog as
+    one that answers `source_path_forbidden`: the others go on working."""
+    from dagwright.data import Catalog, QueryEngine
+    from dagwright.data.connectors.common import SourcePaths
 
+    rule = SourcePaths.from_environment() if paths is None else paths
+    demo = [Path(e.config["path"]).parent for e in entries.values() if e.origin == "demo"]
     config = {name: {**e.config, "kind": e.kind} for name, e in entries.items()}
-    return QueryEngine(Catalog.from_config(config, secrets), limits or QueryLimits())
+    catalog = Catalog.from_config(
+        config, secrets, paths=rule.with_roots(demo), defer_path_refusals=True
+    )
+    return QueryEngine(catalog, limits or query_limits())
 
 
 def settings_table_access(secrets: Secrets, demo_folder: Path | None) -> TableAccess:
@@ -136,13 +220,35 @@ class DataSourceService(TableAccess):
         file_sources: Mapping[str, Mapping[str, Any]] | None = None,
         demo_folder: Path | None = None,
         limits: QueryLimits | None = None,
+        data_dir: Path | None = None,
     ) -> None:
+        """``data_dir``: the data directory, whose own files no source may read and whose
+        `sources/` folder is a source root (default: the demo folder's parent, which is
+        <data dir>/demo for every caller, else DAGWRIGHT_DATA_DIR or ./data)."""
         self._db = engine
         self._secrets = secrets
         self._file_sources = {name: dict(s) for name, s in (file_sources or {}).items()}
         self._demo_folder = demo_folder
         self._limits = limits
+        if data_dir is None and demo_folder is not None:
+            data_dir = demo_folder.parent
+        self._data_dir = data_dir
+        self._paths: SourcePaths | None = None
+        limit_process_memory()
         super().__init__(self._build_engine)
+
+    def source_paths(self) -> SourcePaths:
+        """The rule file and SQLite sources are checked against (made on first use: it is
+        part of the data layer, which a server start does not import)."""
+        if self._paths is None:
+            from dagwright.data.connectors.common import DATA_DIR_ENV, SourcePaths
+
+            folder = self._data_dir or Path(os.environ.get(DATA_DIR_ENV) or "data")
+            paths = SourcePaths.for_data_dir(folder)
+            if self._demo_folder is not None:
+                paths = paths.with_roots([self._demo_folder])
+            self._paths = paths
+        return self._paths
 
     # -- the registry ----------------------------------------------------------------------
 
@@ -177,7 +283,8 @@ class DataSourceService(TableAccess):
         from dagwright.data import create_connector
 
         settings = {**config, "kind": kind}
-        connector = create_connector(name, settings, self._secrets)
+        # A forbidden file or SQLite path is refused here (source_path_forbidden, 400).
+        connector = create_connector(name, settings, self._secrets, paths=self.source_paths())
         with session(self._db) as db:
             row = db.get(DataSource, name)
             if row is None:
@@ -213,7 +320,8 @@ class DataSourceService(TableAccess):
     # -- the engine ------------------------------------------------------------------------
 
     def _build_engine(self) -> QueryEngine:
-        return engine_over({e.name: e for e in self.list()}, self._secrets, self._limits)
+        entries = {e.name: e for e in self.list()}
+        return engine_over(entries, self._secrets, self._limits, self.source_paths())
 
     def _opened(self) -> QueryEngine | None:
         with self._lock:

@@ -1,23 +1,27 @@
 """What several connectors share: filters as Arrow expressions or SQL, Python rows as Arrow
-batches, and the SQL databases' settings, key-range split policy and connection pool."""
+batches, the SQL databases' settings, key-range split policy and connection pool, and the
+rule for which local files a source may read (``SourcePaths``)."""
 
 from __future__ import annotations
 
 import contextlib
 import math
+import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, ClassVar, Generic, TypeVar, cast
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 import pyarrow as pa
 import pyarrow.compute as pc
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from dagwright.data.connector import Filter, Split, TableInfo
-from dagwright.errors import DataSourceError
+from dagwright.errors import DataError, DataSourceError
 
 C = TypeVar("C")
 
@@ -312,3 +316,193 @@ class ConnectionPool(Generic[C]):
     def _discard(self, connection: C) -> None:
         with contextlib.suppress(Exception):  # closing a broken connection may fail too
             self._close(connection)
+
+
+# -- which local files a source may read ------------------------------------------------------
+
+SOURCE_ROOTS_ENV = "DAGWRIGHT_SOURCE_ROOTS"  # folders (os.pathsep-separated) sources may read
+DATA_DIR_ENV = "DAGWRIGHT_DATA_DIR"  # as store.db reads it (not imported: no SQLAlchemy here)
+DATABASE_URL_ENV = "DAGWRIGHT_DATABASE_URL"
+SETTINGS_ENV = "DAGWRIGHT_SETTINGS"
+# The sub-folders of the data directory that are source roots unless DAGWRIGHT_SOURCE_ROOTS
+# says otherwise: files put there for sources, and the cloud-billing demo's Parquet files
+# (`dagwright data demo-load --parquet`, by default data/billing).
+DEFAULT_DATA_DIR_ROOTS = ("sources", "billing")
+# Always a root: the Figure 1 demo the server builds in <data dir>/demo.
+DEMO_FOLDER = "demo"
+# What the data directory holds besides sources: never readable, whatever the roots say.
+DATA_DIR_INTERNALS = (
+    "dagwright.db",
+    "dagwright.db-wal",
+    "dagwright.db-shm",
+    "dagwright.db-journal",
+    "secret.key",
+    "qdrant",
+)
+# Kernel and device file systems: not data, and /proc/self/environ holds the process's secrets.
+SYSTEM_FOLDERS = ("/proc", "/sys", "/dev")
+# The committed Figure 1 sources (data/figure1 of a checkout): demo data, always readable.
+SHIPPED_DEMO = Path(__file__).resolve().parents[4] / "data" / "figure1"
+
+
+class SourcePathError(DataError):
+    """A file or SQLite source whose path (or a file found in its folder) is outside the
+    source roots, inside the data directory's internals, or not absolute. HTTP 400, code
+    ``source_path_forbidden``; ``path`` and ``roots`` say what was refused and what is
+    allowed."""
+
+    code = "source_path_forbidden"
+
+    def __init__(self, message: str, path: str, roots: Sequence[Path], source: str) -> None:
+        super().__init__(message, source=source)
+        self.path = path
+        self.roots = [str(root) for root in roots]
+
+    def to_dict(self) -> dict[str, object]:
+        result = super().to_dict()
+        result["path"] = self.path
+        result["roots"] = self.roots
+        return result
+
+
+def _real(path: Path | str) -> Path:
+    """The absolute path with every symlink and ``..`` resolved, as far as it exists."""
+    return Path(os.path.realpath(path))
+
+
+def _within(path: Path, folder: Path) -> bool:
+    return path == folder or folder in path.parents
+
+
+def configured_roots(environ: Mapping[str, str] | None = None) -> list[Path] | None:
+    """The folders DAGWRIGHT_SOURCE_ROOTS names (os.pathsep-separated), or None when it is not
+    set (the defaults apply). Set but empty: no folder besides the demo's."""
+    env = os.environ if environ is None else environ
+    value = env.get(SOURCE_ROOTS_ENV)
+    if value is None:
+        return None
+    return [Path(part).expanduser() for part in value.split(os.pathsep) if part.strip()]
+
+
+def _database_files(environ: Mapping[str, str]) -> list[Path]:
+    """The SQLite file of DAGWRIGHT_DATABASE_URL (and its journals), when it is one."""
+    url = environ.get(DATABASE_URL_ENV, "")
+    if not url.startswith("sqlite"):
+        return []
+    path = unquote(urlsplit(url).path)
+    if not path or path == "/:memory:":
+        return []
+    # sqlite:///relative.db has path "/relative.db"; sqlite:////abs.db has "//abs.db".
+    file = Path(path[1:]) if path.startswith("/") and not path.startswith("//") else Path(path)
+    return [file.with_name(file.name + suffix) for suffix in ("", "-wal", "-shm", "-journal")]
+
+
+@dataclass(frozen=True, slots=True)
+class SourcePaths:
+    """Which local paths file and SQLite sources may read.
+
+    A path is allowed when, with ``..`` and every symlink resolved, it is under one of
+    ``roots`` and not under any of ``forbidden``; and when it is inside the data directory,
+    only when a root inside the data directory holds it (a root that contains the whole data
+    directory, "/" say, does not open it). Relative paths are refused: they would depend on
+    the server's working directory. Folders are checked as a whole when a source is added
+    and file by file when they are read (a symlink planted in an allowed folder is followed
+    and refused)."""
+
+    roots: tuple[Path, ...]
+    data_dir: Path | None = None
+    forbidden: tuple[Path, ...] = ()
+
+    @classmethod
+    def for_data_dir(
+        cls,
+        data_dir: Path | str,
+        *,
+        roots: Iterable[Path | str] | None = None,
+        extra_roots: Iterable[Path | str] = (),
+        environ: Mapping[str, str] | None = None,
+    ) -> SourcePaths:
+        """The rule for a server whose data directory is ``data_dir``. ``roots``: the allowed
+        folders (default: DAGWRIGHT_SOURCE_ROOTS when set, else <data dir>/sources and
+        <data dir>/billing); the demo's folders (<data dir>/demo and the shipped data/figure1)
+        and ``extra_roots`` are added to them."""
+        env = os.environ if environ is None else environ
+        folder = _real(Path(data_dir).expanduser())
+        if roots is None:
+            roots = configured_roots(env)
+        if roots is None:
+            roots = [folder / name for name in DEFAULT_DATA_DIR_ROOTS]
+        chosen: list[Path] = []
+        for root in [*roots, folder / DEMO_FOLDER, SHIPPED_DEMO, *extra_roots]:
+            resolved = _real(Path(root).expanduser())
+            if resolved not in chosen:
+                chosen.append(resolved)
+        forbidden = [folder / name for name in DATA_DIR_INTERNALS]
+        forbidden += [_real(path) for path in _database_files(env)]
+        settings = env.get(SETTINGS_ENV)
+        if settings:
+            forbidden.append(_real(Path(settings).expanduser()))
+        forbidden += [Path(name) for name in SYSTEM_FOLDERS]
+        return cls(tuple(chosen), folder, tuple(dict.fromkeys(forbidden)))
+
+    @classmethod
+    def from_environment(cls, environ: Mapping[str, str] | None = None) -> SourcePaths:
+        """The rule of the data directory DAGWRIGHT_DATA_DIR names (else ./data) and the roots
+        DAGWRIGHT_SOURCE_ROOTS names: what a connector made without one uses."""
+        env = os.environ if environ is None else environ
+        return cls.for_data_dir(env.get(DATA_DIR_ENV) or "data", environ=env)
+
+    def with_roots(self, extra: Iterable[Path | str]) -> SourcePaths:
+        """This rule with more allowed folders."""
+        added = [_real(Path(root)) for root in extra]
+        roots = tuple(dict.fromkeys([*self.roots, *added]))
+        return SourcePaths(roots, self.data_dir, self.forbidden)
+
+    def allows(self, resolved: Path) -> bool:
+        """Whether an already resolved, absolute path may be read."""
+        if not resolved.is_absolute():
+            return False
+        if any(_within(resolved, banned) for banned in self.forbidden):
+            return False
+        roots = self.roots
+        data_dir = self.data_dir
+        if data_dir is not None and _within(resolved, data_dir):
+            # Inside the data directory only a root that is a sub-folder of it counts: one
+            # that holds the whole directory ("/", its parent, itself) does not open it.
+            roots = tuple(r for r in roots if r != data_dir and _within(r, data_dir))
+        return any(_within(resolved, root) for root in roots)
+
+    def check(self, path: str | Path, source: str, *, strict: bool = False) -> Path:
+        """The path resolved (``~`` expanded, ``..`` and symlinks resolved) when this rule
+        allows it, else SourcePathError naming the path and the roots. With ``strict`` the
+        path must exist (FileNotFoundError otherwise); without, what exists of it is
+        resolved (a source may name a file that is not there yet)."""
+        given = Path(path).expanduser()
+        if not given.is_absolute():
+            raise SourcePathError(
+                f"source {source!r}: the path {str(path)!r} is relative; give an absolute path"
+                f" under one of the source roots: {self._shown_roots()}",
+                str(path),
+                self.roots,
+                source,
+            )
+        # Symlinks and ".." resolved first: the check is on the file that would be read.
+        resolved = Path(os.path.realpath(given, strict=strict))
+        if not self.allows(resolved):
+            raise self.refusal(path, resolved, source)
+        return resolved
+
+    def refusal(self, path: str | Path, resolved: Path, source: str) -> SourcePathError:
+        """The error for a path this rule does not allow."""
+        via = f" (it resolves to {resolved})" if str(resolved) != str(path) else ""
+        return SourcePathError(
+            f"source {source!r}: the path {str(path)!r}{via} is outside the folders sources may"
+            f" read ({self._shown_roots()}) or is one of the data directory's own files; put"
+            f" the data under a source root or add its folder to {SOURCE_ROOTS_ENV}",
+            str(path),
+            self.roots,
+            source,
+        )
+
+    def _shown_roots(self) -> str:
+        return ", ".join(str(root) for root in self.roots) or "none"

@@ -5,16 +5,22 @@ and each sub-folder of data files is one table named by the folder, read one spl
 The format comes from the extension unless ``format`` says. Parquet and CSV are scanned with
 ``pyarrow.dataset``, which reads only the asked columns (Parquet skips row groups by their
 statistics too); JSON files (newline-delimited or one array of objects) are read whole.
+
+``path`` must be absolute and, symlinks and ``..`` resolved, under a source root
+(``SourcePaths``): checked when the source is made, again each time the folder is listed,
+and for every file found in it (a symlink in an allowed folder that leads out of it makes
+its table ``source_path_forbidden``). The files are read through their resolved paths.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Self
+from typing import Any, ClassVar, Literal, Self
 
 import pyarrow as pa
 import pyarrow.csv as pacsv
@@ -23,7 +29,13 @@ import pyarrow.json as pajson
 from pydantic import BaseModel, ConfigDict
 
 from dagwright.data.connector import ColumnInfo, Connector, Filter, Split, TableInfo
-from dagwright.data.connectors.common import BATCH_ROWS, arrow_filter, arrow_pushable
+from dagwright.data.connectors.common import (
+    BATCH_ROWS,
+    SourcePathError,
+    SourcePaths,
+    arrow_filter,
+    arrow_pushable,
+)
 from dagwright.errors import DataSourceError
 from dagwright.secrets import Secrets
 
@@ -56,7 +68,8 @@ class FilesConfig(BaseModel):
 @dataclass(frozen=True, slots=True)
 class _FileTable:
     format: FileFormat
-    paths: tuple[Path, ...]
+    paths: tuple[Path, ...]  # resolved (no symlinks), each allowed by the source's SourcePaths
+    refused: SourcePathError | None = None  # a file of the table leads outside the roots
 
     def stamp(self) -> tuple[tuple[str, int, int], ...]:
         """What changes when a file changes (for the schema cache)."""
@@ -70,18 +83,30 @@ class _FileTable:
 class FilesConnector(Connector):
     kind = "files"
     config_model = FilesConfig
+    reads_local_paths: ClassVar[bool] = True  # create_connector passes it a SourcePaths
 
-    def __init__(self, source: str, config: FilesConfig) -> None:
+    def __init__(self, source: str, config: FilesConfig, paths: SourcePaths | None = None) -> None:
+        """SourcePathError when ``config.path`` is not allowed by ``paths`` (by default the
+        rule of DAGWRIGHT_DATA_DIR and DAGWRIGHT_SOURCE_ROOTS)."""
         super().__init__(source)
         self.config = config
-        self.root = Path(config.path).expanduser()
+        self.paths = SourcePaths.from_environment() if paths is None else paths
+        self.given = Path(config.path).expanduser()
+        self.root = self.paths.check(config.path, source)
         self._lock = threading.Lock()
         # Inferring a CSV or JSON schema reads the files: kept until a file changes.
         self._infos: dict[str, tuple[tuple[tuple[str, int, int], ...], TableInfo]] = {}
 
     @classmethod
-    def from_config(cls, source: str, config: Mapping[str, Any], secrets: Secrets) -> Self:
-        return cls(source, FilesConfig.model_validate(config))
+    def from_config(
+        cls,
+        source: str,
+        config: Mapping[str, Any],
+        secrets: Secrets,
+        *,
+        paths: SourcePaths | None = None,
+    ) -> Self:
+        return cls(source, FilesConfig.model_validate(config), paths)
 
     def schemas(self) -> list[str]:
         return [self.config.schema_name]
@@ -127,7 +152,11 @@ class FilesConnector(Connector):
 
     def read(self, split: Split) -> Iterator[pa.RecordBatch]:
         schema: pa.Schema = split.detail["schema"]
-        path = Path(split.detail["path"])
+        try:
+            # Checked again at the moment of reading: the file may have become a symlink.
+            path = self.paths.check(split.detail["path"], self.source, strict=True)
+        except FileNotFoundError as exc:
+            raise self.not_found(split.schema, split.table, str(exc)) from exc
         expression = arrow_filter(split.filters, schema)
         try:
             if split.detail["format"] == "json":
@@ -150,25 +179,30 @@ class FilesConnector(Connector):
             raise self._bad_file(split.table, exc) from exc
 
     def _discover(self) -> dict[str, _FileTable]:
-        """The tables under ``path`` now (files appear and vanish between calls)."""
-        if self.root.is_file():
-            fmt = self._format_of(self.root)
-            return {self.root.stem: _FileTable(fmt, (self.root,))} if fmt else {}
-        if not self.root.is_dir():
+        """The tables under ``path`` now (files appear and vanish between calls), each file
+        resolved and checked against the source roots."""
+        try:
+            root = self.paths.check(self.config.path, self.source, strict=True)
+        except OSError:
+            root = self.root  # gone (or a symlink loop): reported as unreachable below
+        if root.is_file():
+            fmt = self._format_of(self.given)
+            return {self.given.stem: self._table(fmt, [root])} if fmt else {}
+        if not root.is_dir():
             raise DataSourceError(
-                f"source {self.source!r} is unreachable: {self.root} is neither a file nor a"
+                f"source {self.source!r} is unreachable: {self.given} is neither a file nor a"
                 " folder",
                 code="source_unreachable",
                 source=self.source,
             )
         found: dict[str, _FileTable] = {}
-        for child in sorted(self.root.iterdir()):
+        for child in sorted(root.iterdir()):
             if child.name.startswith((".", "_")):
                 continue  # hidden files, _SUCCESS markers...
             if child.is_file() and (fmt := self._format_of(child)):
                 # Two files with one stem (a.csv, a.json): the second keeps its extension.
                 name = child.stem if child.stem not in found else child.name
-                found[name] = _FileTable(fmt, (child,))
+                found[name] = self._table(fmt, [child])
             elif child.is_dir():
                 files = sorted(
                     path
@@ -177,13 +211,27 @@ class FilesConnector(Connector):
                 )
                 formats = {self._format_of(path) for path in files}
                 if len(formats) == 1 and (fmt := formats.pop()):
-                    found[child.name] = _FileTable(fmt, tuple(files))
+                    found[child.name] = self._table(fmt, files)
         return found
+
+    def _table(self, fmt: FileFormat, files: Sequence[Path]) -> _FileTable:
+        """A table of these files, by their resolved paths; refused when one of them leads
+        outside the roots (a symlink planted in the folder, say)."""
+        resolved = []
+        for path in files:
+            real = Path(os.path.realpath(path))
+            if not self.paths.allows(real):
+                return _FileTable(fmt, (), self.paths.refusal(path, real, self.source))
+            resolved.append(real)
+        return _FileTable(fmt, tuple(resolved))
 
     def _find(self, schema: str, table: str) -> _FileTable:
         found = self._discover().get(table) if schema == self.config.schema_name else None
         if found is None:
-            raise self.not_found(schema, table, f"no such file or folder under {self.root}")
+            raise self.not_found(schema, table, f"no such file or folder under {self.given}")
+        if found.refused is not None:
+            refused = found.refused
+            raise SourcePathError(refused.message, refused.path, self.paths.roots, self.source)
         return found
 
     def _format_of(self, path: Path) -> FileFormat | None:

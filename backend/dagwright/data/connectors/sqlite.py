@@ -8,6 +8,10 @@ anything else numeric -> float64), after three names SQLite has no affinity for 
 uses: BOOL(EAN) -> bool, DATE -> date32, DATETIME/TIMESTAMP -> timestamp. A column declared
 with no type (views' computed columns) takes the type of its first 1,000 values. A value that
 does not fit its column's type is a ``bad_value`` error naming the column.
+
+``path`` must be absolute and, symlinks and ``..`` resolved, under a source root
+(``SourcePaths``; never the server's own database): checked when the source is made and
+again before each connection, which opens the resolved path.
 """
 
 from __future__ import annotations
@@ -17,14 +21,20 @@ import sqlite3
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 from urllib.parse import quote
 
 import pyarrow as pa
 from pydantic import BaseModel, ConfigDict
 
 from dagwright.data.connector import ColumnInfo, Connector, Filter, ForeignKey, Split, TableInfo
-from dagwright.data.connectors.common import BATCH_ROWS, rows_to_batch, sql_pushable, sql_splits
+from dagwright.data.connectors.common import (
+    BATCH_ROWS,
+    SourcePaths,
+    rows_to_batch,
+    sql_pushable,
+    sql_splits,
+)
 from dagwright.errors import DataSourceError
 from dagwright.secrets import Secrets
 
@@ -96,16 +106,28 @@ def _converter(type_: pa.DataType) -> Callable[[Any], Any] | None:
 class SqliteConnector(Connector):
     kind = "sqlite"
     config_model = SqliteConfig
+    reads_local_paths: ClassVar[bool] = True  # create_connector passes it a SourcePaths
 
-    def __init__(self, source: str, path: str | Path) -> None:
+    def __init__(self, source: str, path: str | Path, paths: SourcePaths | None = None) -> None:
+        """SourcePathError when ``path`` is not allowed by ``paths`` (by default the rule of
+        DAGWRIGHT_DATA_DIR and DAGWRIGHT_SOURCE_ROOTS)."""
         super().__init__(source)
-        self.path = Path(path).expanduser()
+        self.paths = SourcePaths.from_environment() if paths is None else paths
+        self.given = Path(path).expanduser()
+        self.path = self.paths.check(path, source)
         # The last metadata read per table: splits() builds its statement from it.
         self._infos: dict[str, TableInfo] = {}
 
     @classmethod
-    def from_config(cls, source: str, config: Mapping[str, Any], secrets: Secrets) -> Self:
-        return cls(source, SqliteConfig.model_validate(config).path)
+    def from_config(
+        cls,
+        source: str,
+        config: Mapping[str, Any],
+        secrets: Secrets,
+        *,
+        paths: SourcePaths | None = None,
+    ) -> Self:
+        return cls(source, SqliteConfig.model_validate(config).path, paths)
 
     def schemas(self) -> list[str]:
         return [SCHEMA]
@@ -219,16 +241,21 @@ class SqliteConnector(Connector):
     @contextmanager
     def _open(self) -> Iterator[sqlite3.Connection]:
         """A read-only connection, closed afterwards; sqlite3 errors become DataSourceErrors
-        (sqlite3's own context manager only ends the transaction)."""
-        if not self.path.is_file():
+        (sqlite3's own context manager only ends the transaction). The path is resolved and
+        checked again first: it may have become a symlink since the source was made."""
+        try:
+            path = self.paths.check(self.given, self.source, strict=True)
+        except OSError:
+            path = None
+        if path is None or not path.is_file():
             raise DataSourceError(
-                f"source {self.source!r} is unreachable: {self.path} is not a file",
+                f"source {self.source!r} is unreachable: {self.given} is not a file",
                 code="source_unreachable",
                 source=self.source,
             )
         try:
             connection = sqlite3.connect(
-                f"file:{quote(str(self.path))}?mode=ro", uri=True, check_same_thread=False
+                f"file:{quote(str(path))}?mode=ro", uri=True, check_same_thread=False
             )
         except sqlite3.Error as exc:
             raise self._error(exc) from exc
