@@ -21,6 +21,7 @@ from dagwright.api.routes import (
     charts,
     data,
     data_copilot,
+    drafts,
     evaluations,
     examples,
     keys,
@@ -29,6 +30,7 @@ from dagwright.api.routes import (
     openai_compat,
     published,
     runs,
+    templates,
     tqa,
     triggers,
 )
@@ -78,6 +80,8 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         mcp,
         models,
         triggers,
+        templates,
+        drafts,
     ):
         app.include_router(module.router)
 

@@ -8,6 +8,7 @@ import { clearDraft, draftSlugs } from "../editor/draft";
 import { downloadJson } from "../editor/FlowEditor";
 import { formatTime } from "../editor/PublishDialog";
 import { navigate } from "../router";
+import { TemplateGallery } from "./TemplateGallery";
 import { Modal } from "../ui/Modal";
 import { describeError, toast, toastError } from "../ui/toast";
 
@@ -221,6 +222,7 @@ export function AppList() {
           </tbody>
         </table>
       )}
+      <TemplateGallery taken={new Set((apps ?? []).map((a) => a.slug))} />
       {creating && <NewAppDialog onClose={() => setCreating(false)} onCreated={(app) => navigate({ page: "editor", slug: app.slug, version: null })} />}
     </div>
   );
