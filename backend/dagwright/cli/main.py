@@ -42,6 +42,7 @@ LAZY_COMMANDS: dict[str, tuple[str, str, str | None]] = {
     "eval": ("dagwright.cli.eval", "eval_app", "Evaluation: metrics, datasets, batch runs."),
     "methods": ("dagwright.cli.methods", "methods_app", "The papers' methods as apps."),
     "mcp": ("dagwright.cli.mcp", "mcp_app", "MCP: list and call the tools of MCP servers."),
+    "triggers": ("dagwright.cli.triggers", "triggers_app", "Cron schedules and webhooks."),
 }
 
 
