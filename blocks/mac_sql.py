@@ -69,11 +69,26 @@ class SchemaOutput(TypedDict):
     db_id: str
 
 
+# Where databases built from a dataset's DDL are kept, under the data directory.
+_BUILT_DATABASES = Path("eval-cache") / "sqlite"
+
+
+def _readable_sqlite(path: Path) -> Path:
+    """The SQLite file resolved, when a file source could read it too (the source roots of
+    docs/security.md) or it is a database built here from a dataset's DDL: a flow must not
+    reach the data directory's own database by naming it."""
+    from dagwright.data.connectors.common import SourcePaths
+    from dagwright.store.db import data_directory
+
+    rule = SourcePaths.from_environment().with_roots([data_directory() / _BUILT_DATABASES])
+    return rule.check(path.absolute(), "macsql", strict=True)
+
+
 def _sqlite_target(config: SchemaConfig, database: str) -> tuple[Path, str | None] | None:
     """(file, DDL with the keys) for a SQLite database named by path or by db id."""
     path = Path(database)
     if path.suffix in (".sqlite", ".db") and path.is_file():
-        return path, None
+        return _readable_sqlite(path), None
     if not config.databases:
         return None
     from dagwright.evaluation.sql_databases import DatabaseRoot
@@ -82,7 +97,7 @@ def _sqlite_target(config: SchemaConfig, database: str) -> tuple[Path, str | Non
     root = Path(config.databases)
     if not (root / database).is_dir():
         return None
-    built = DatabaseRoot(root, data_directory() / "eval-cache" / "sqlite").path(database)
+    built = DatabaseRoot(root, data_directory() / _BUILT_DATABASES).path(database)
     ddl = root / database / "schema.sql"
     # A database built from the pack's DDL has no constraints: its keys are read from the DDL.
     return built, ddl.read_text("utf-8") if built.parent != root / database else None
@@ -235,7 +250,9 @@ async def _execute(
     from dagwright.methods.mac_sql.agents import ROWS_SHOWN, execute_sqlite
 
     if target["kind"] == "sqlite":
-        return await asyncio.to_thread(execute_sqlite, Path(target["path"]), sql, timeout_s)
+        # The target comes from an edge a flow author may have written by hand: checked again.
+        path = _readable_sqlite(Path(target["path"]))
+        return await asyncio.to_thread(execute_sqlite, path, sql, timeout_s)
     engine = ctx.service(TableAccess).engine()
     try:
         result = await asyncio.to_thread(

@@ -80,10 +80,16 @@ class Execution(TypedDict):
     timed_out: bool
 
 
+def _no_attach(action: int, *_: str | None) -> int:
+    return sqlite3.SQLITE_DENY if action == sqlite3.SQLITE_ATTACH else sqlite3.SQLITE_OK
+
+
 def execute_sqlite(path: Path, sql: str, timeout_s: float) -> Execution:
     """Runs the SQL on the SQLite file, read-only, stopped after `timeout_s` seconds."""
     connection = sqlite3.connect(f"file:{path}?mode=ro", uri=True)
     connection.text_factory = lambda b: b.decode(errors="ignore")
+    # Model-written SQL reads this database only: ATTACH would open any other file.
+    connection.set_authorizer(_no_attach)
     deadline = time.monotonic() + timeout_s
     connection.set_progress_handler(lambda: int(time.monotonic() > deadline), 10_000)
     try:
