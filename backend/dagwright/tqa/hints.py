@@ -183,10 +183,12 @@ class HintStore:
 def _tables_and_filters(sql: str) -> tuple[dict[str, str], list[tuple[str | None, str, str]]]:
     """The tables of the query (alias or name -> qualified name) and its `column = 'text'`
     filters as (table alias or None, column, value)."""
-    import sqlglot
     from sqlglot import exp
 
-    tree = sqlglot.parse_one(sql, read="duckdb")
+    from dagwright.data.safety import check_sql
+
+    # The data layer's parse: its size and depth guards bound what a caller's SQL can cost.
+    tree = check_sql(sql)
     tables: dict[str, str] = {}
     for table in tree.find_all(exp.Table):
         qualified = ".".join(part for part in (table.catalog, table.db, table.name) if part)
