@@ -14,7 +14,7 @@ template and its inputs are untrusted. Three layers keep one template from hurti
   checks the size of what it is about to build *before* building it; loops, calls and
   operations count steps against a step and CPU-time budget; macros may not recurse deeply;
   and the output stops at a size cap. A refusal is a `TemplateLimitError` (code
-  ``template_limit``) that names the limit. docs/security-templates.md explains each limit.
+  ``template_limit``) that names the limit. docs/security/templates.md explains each limit.
 
 `render` is the one way to render: it installs the budget the hooks charge. Every limit is a
 field of `LIMITS`.

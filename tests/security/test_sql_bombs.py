@@ -13,7 +13,7 @@ The server here runs with DuckDB's memory limit at 256 MB (DAGWRIGHT_QUERY_MEMOR
 memory bombs are refused at a few hundred megabytes, and with the process's own ceiling
 (DAGWRIGHT_PROCESS_MEMORY, RLIMIT_DATA, which counts address space: ~1.5 GB at rest) at
 4 GiB: the one bound on a single DuckDB call that builds lists of lists, which neither
-DuckDB's limit nor the watchdog can stop (docs/security-data.md). The server's resident
+DuckDB's limit nor the watchdog can stop (docs/security/data.md). The server's resident
 memory is read from /proc and reported (pytest -s shows it).
 """
 

@@ -64,7 +64,7 @@ async def services(request: Request) -> Services:
 async def serving(app: FastAPI, settings: ServerSettings) -> AsyncIterator[None]:
     """FastAPI lifespan: open the database (migrating it), the model gateway and the run
     writer; mark runs a crash left running as interrupted; undo it all at shut-down."""
-    log_isolation()  # which isolation python_on_tables gets (docs/security-sandbox.md)
+    log_isolation()  # which isolation python_on_tables gets (docs/security/sandbox.md)
     async with AsyncExitStack() as stack:
         settings.data_dir.mkdir(parents=True, exist_ok=True)
         engine = make_engine(settings.database_url or database_url(settings.data_dir))

@@ -11,7 +11,7 @@ When bwrap is missing or cannot create its namespaces (checked once per process,
 cached), the sandbox refuses to run code with `SandboxError("sandbox_unavailable")`, unless the
 operator opts in to the weaker, unisolated child with DAGWRIGHT_SANDBOX_ALLOW_UNISOLATED=1.
 DAGWRIGHT_SANDBOX_BWRAP names the bwrap binary (default: `bwrap` on PATH, else /usr/bin/bwrap).
-The whole design is described in docs/security-sandbox.md.
+The whole design is described in docs/security/sandbox.md.
 """
 
 from __future__ import annotations

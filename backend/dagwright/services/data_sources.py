@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 Origin = Literal["file", "demo", "api"]
 DEMO_ENV = "DAGWRIGHT_DEMO_SOURCES"  # "0" leaves the Figure 1 demo sources out
 # A ceiling on the whole process's memory (RLIMIT_DATA), e.g. "6GB": the one bound on what
-# DuckDB allocates outside its own memory limit (docs/security-data.md). Unset: none. It
+# DuckDB allocates outside its own memory limit (docs/security/data.md). Unset: none. It
 # counts address space (VmData, ~1.5 GB at rest), not resident memory: give it room.
 PROCESS_MEMORY_ENV = "DAGWRIGHT_PROCESS_MEMORY"
 # The query engine's limits (QueryLimits) an operator may set: variable -> field.
