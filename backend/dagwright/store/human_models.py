@@ -1,0 +1,33 @@
+"""Human-in-the-loop requests (migration 0012): a run paused at a `human_input` node waits
+for one row here to be answered (or to time out), from any replica, after any restart."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import JSON, Column, Text
+from sqlmodel import Field, SQLModel
+
+from dagwright.store.models import new_id, utcnow
+
+
+class HumanRequest(SQLModel, table=True):
+    __tablename__ = "human_requests"
+
+    id: str = Field(default_factory=new_id, primary_key=True, max_length=32)
+    run_id: str = Field(index=True, max_length=32)  # the waiting run
+    app_id: str | None = Field(default=None, index=True, max_length=32)
+    node: str = Field(max_length=200)
+    message: str = Field(sa_column=Column(Text, nullable=False))  # the rendered template
+    # The form: {"fields": [{name, type, label, required, default}], "choices": [...]}.
+    form: dict[str, Any] = Field(sa_column=Column(JSON, nullable=False))
+    status: str = Field(default="waiting", index=True, max_length=16)  # waiting|answered|expired
+    answer: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
+    choice: str | None = Field(default=None, max_length=200)  # the branch taken
+    # The signed link's token (`/api/v1/human/links/{token}`): whoever has it may answer.
+    link_token: str = Field(unique=True, max_length=64)
+    resumed_run_id: str | None = Field(default=None, max_length=32)  # the run that went on
+    expires_at: datetime | None = None
+    created_at: datetime = Field(default_factory=utcnow)
+    answered_at: datetime | None = None
