@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import httpx
-from playwright.sync_api import Page, expect
+from playwright.sync_api import Browser, Page, expect
 
 from support.server import LiveServer
 
@@ -168,3 +168,41 @@ def test_the_model_form_puts_the_prompt_and_model_first(page: Page, server: Live
     expect(page.get_by_test_id("config-temperature")).to_be_hidden()
     page.get_by_test_id("config-advanced").locator("summary").click()
     expect(page.get_by_test_id("config-provider")).to_have_value("scripted")
+
+
+def test_a_template_makes_an_app_in_one_click(page: Page, server: LiveServer) -> None:
+    """Finding 4: the home page offers the shipped flows with a description and a preview;
+    one click makes an app from one and opens it."""
+    page.goto("/")
+    card = page.get_by_test_id("template-examples-hello")
+    expect(card).to_contain_text("hello")
+    expect(card.locator("svg.template-preview rect")).to_have_count(3)
+    expect(page.get_by_test_id("template-autotqa-planner")).to_be_visible()
+    expect(page.get_by_test_id("template-methods-mac_sql-bird")).to_be_visible()
+    card.click()
+    expect(page.locator(".react-flow__node")).to_have_count(3)
+    slug = page.url.split("#/apps/")[1].split("/")[0]
+    versions = httpx.get(f"{server.base_url}/api/v1/apps/{slug}/versions").json()["items"]
+    assert len(versions) == 1
+
+
+def test_a_half_built_flow_is_kept_on_the_server(
+    page: Page, server: LiveServer, browser: Browser
+) -> None:
+    """Finding 7: an invalid flow in progress is autosaved to the server, and another browser
+    (no localStorage) opens it."""
+    make_app(server, "wip")
+    page.goto("/#/apps/wip")
+    drop_block(page, "chat", 400, 200)
+    page.wait_for_timeout(1500)  # the autosave's debounce
+    draft = httpx.get(f"{server.base_url}/api/v1/apps/wip/draft")
+    assert draft.status_code == 200
+    assert [n["block"] for n in draft.json()["flow"]["nodes"]] == ["chat"]
+    other = browser.new_context(base_url=server.base_url, viewport={"width": 1440, "height": 900})
+    try:
+        elsewhere = other.new_page()
+        elsewhere.goto("/#/apps/wip")
+        expect(elsewhere.locator(".dw-node[data-block=chat]")).to_have_count(1)
+        expect(elsewhere.get_by_test_id("draft-notice")).to_be_visible()
+    finally:
+        other.close()

@@ -11,6 +11,7 @@ import { leaveMessage, navigate } from "../router";
 import { ErrorBoundary } from "../ui/ErrorBoundary";
 import { describeError } from "../ui/toast";
 import { type Draft, clearDraft, flowFingerprint, loadDraft } from "./draft";
+import { dropServerDraft, fetchServerDraft, newestDraft } from "./serverDraft";
 import { type BaseVersion, FlowEditor } from "./FlowEditor";
 import { useRegistry } from "./registry";
 
@@ -34,7 +35,7 @@ async function loadDocument(slug: string, version: number | null, useDraft: "aut
       : api.listVersions(slug, 0, 1).then((page) => (page.items.length ? api.getVersion(slug, page.items[0].id) : null)),
   ]);
   let base: BaseVersion | null = detail ? { id: detail.id, number: detail.number, flow: detail.flow } : null;
-  const draft = useDraft === "never" ? null : loadDraft(slug);
+  const draft = useDraft === "never" ? null : newestDraft(loadDraft(slug), await fetchServerDraft(slug));
   let initialFlow: FlowDocument = base ? base.flow : { ...emptyFlow(slug), name: slug };
   let restored: Draft | null = null;
   let pendingDraft: Draft | null = null;
@@ -51,6 +52,7 @@ async function loadDocument(slug: string, version: number | null, useDraft: "aut
       const baseFlow = base ? base.flow : { ...emptyFlow(slug), name: slug };
       if (flowFingerprint(draft.flow) === flowFingerprint(baseFlow)) {
         clearDraft(slug); // nothing unsaved after all
+        dropServerDraft(slug);
         initialFlow = baseFlow;
       } else {
         initialFlow = draft.flow;
@@ -108,6 +110,7 @@ export function EditorPage({ slug, version }: { slug: string; version: number | 
     (n: number) => {
       if (leaveMessage() && !window.confirm(`Open v${n}? The unsaved changes will be discarded.`)) return;
       clearDraft(slug);
+      dropServerDraft(slug);
       if (n === version) setRequest(bump(n, "never"));
       else navigate({ page: "editor", slug, version: n }, { force: true });
     },
@@ -116,6 +119,7 @@ export function EditorPage({ slug, version }: { slug: string; version: number | 
   const onDiscardDraft = useCallback(
     (base: BaseVersion | null) => {
       clearDraft(slug);
+      dropServerDraft(slug);
       setRequest(bump(base?.number ?? null, "never"));
     },
     [slug],

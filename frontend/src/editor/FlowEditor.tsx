@@ -34,6 +34,7 @@ import { ConnectionRefused, clearRefusal, showRefusal } from "./ConnectionRefuse
 import { DecorationContext, DecorationStore, type DiffMark } from "./decorations";
 import { type Draft, clearDraft, flowFingerprint, saveDraft } from "./draft";
 import { shownProblems, tidyProblems } from "./problemView";
+import { dropServerDraft, pushServerDraft } from "./serverDraft";
 import {
   type EditorEdge,
   type EditorNode,
@@ -197,8 +198,14 @@ export function FlowEditor(props: Props) {
   // A restored draft that equals its version (once normalised) is nothing to mention.
   const [draftNotice, setDraftNotice] = useState<Draft | null>(() => (props.restored && dirty ? props.restored : null));
   useEffect(() => {
-    if (dirty) saveDraft(app.slug, { flow, baseVersionId: baseVersion?.id ?? null, baseNumber: baseVersion?.number ?? null });
-    else if (revision > 0 || props.restored) clearDraft(app.slug); // a pending draft stays until the user acts
+    if (dirty) {
+      const draft = { flow, baseVersionId: baseVersion?.id ?? null, baseNumber: baseVersion?.number ?? null };
+      saveDraft(app.slug, draft);
+      pushServerDraft(app.slug, draft);
+    } else if (revision > 0 || props.restored) {
+      clearDraft(app.slug); // a pending draft stays until the user acts
+      dropServerDraft(app.slug);
+    }
   }, [flow, dirty, app.slug, baseVersion, revision, props.restored]);
 
   useEffect(() => {
@@ -683,6 +690,7 @@ export function FlowEditor(props: Props) {
       setBaseVersion({ id: v.id, number: v.number });
       setSavedFingerprint(flowFingerprint(doc));
       clearDraft(app.slug);
+      dropServerDraft(app.slug);
       setDraftNotice(null);
       setVersionsKey((k) => k + 1);
       props.onSaved(v, doc);
