@@ -8,7 +8,7 @@ function mockFetch(handler: Handler) {
   const calls: { url: string; method: string; body?: unknown }[] = [];
   vi.stubGlobal("fetch", async (url: string, init?: RequestInit) => {
     calls.push({ url, method: init?.method ?? "GET", body: init?.body ? JSON.parse(String(init.body)) : undefined });
-    const { status, body } = handler(url, init);
+    const { status, body } = url === "/api/v1/templates" ? { status: 200, body: [] } : handler(url, init);
     return new Response(body === undefined ? null : JSON.stringify(body), { status, headers: { "Content-Type": "application/json" } });
   });
   return calls;
