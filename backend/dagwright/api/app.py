@@ -24,6 +24,7 @@ from dagwright.api.routes import (
     drafts,
     evaluations,
     examples,
+    human,
     keys,
     mcp,
     models,
@@ -80,6 +81,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         mcp,
         models,
         triggers,
+        human,
         templates,
         drafts,
     ):

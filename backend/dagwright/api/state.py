@@ -25,6 +25,7 @@ from dagwright.secrets import Secrets
 from dagwright.services.apps import AppService
 from dagwright.services.data_sources import DataSourceService, sources_from_settings_file
 from dagwright.services.endpoints import EndpointResolver
+from dagwright.services.human import HumanInbox, HumanService
 from dagwright.services.invoke import InProcessInvoker
 from dagwright.services.keys import KeyService
 from dagwright.services.runs import RunService
@@ -114,6 +115,11 @@ async def serving(app: FastAPI, settings: ServerSettings) -> AsyncIterator[None]
         app.state.triggers = TriggerService(engine, apps, runs, secrets)
         app.state.triggers.start()
         stack.push_async_callback(app.state.triggers.close)  # before the runs close (LIFO)
+        # Runs paused at human_input nodes (routes/human.py); timeouts swept by every replica.
+        blocks_services[HumanInbox] = HumanInbox(engine)
+        app.state.human = HumanService(engine, apps, runs)
+        app.state.human.start()
+        stack.push_async_callback(app.state.human.close)
         keys = KeyService(engine)
         app.state.services = Services(
             settings=settings,

@@ -66,6 +66,7 @@ PREVIEW_BYTES: Final = 2 * 1024
 MAX_PAGE: Final = 200
 CANCEL_POLL_INTERVAL: Final = 0.5  # seconds between looks for cancel requests of other replicas
 CANCEL_REASON: Final = "cancelled by request"
+WAITING_FOR_HUMAN: Final = "waiting_for_human"  # the code of services.human.WaitingForHuman
 
 T = TypeVar("T")
 
@@ -516,9 +517,12 @@ class RunService:
                     row["error"] = event.reason
                 elif isinstance(event, RunFinished):
                     error = event.error
+                    # A human_input node paused the run (services/human.py): it is waiting,
+                    # not failed, until an answer resumes it.
+                    paused = error is not None and error.code == WAITING_FOR_HUMAN
                     final = _final_row(
                         run_id,
-                        event.status,
+                        "waiting" if paused else event.status,
                         json_ports(event.outputs),
                         None
                         if error is None

@@ -1,0 +1,80 @@
+"""Human-in-the-loop: the requests runs wait on ("waiting for you"), answered with the admin
+token, or by whoever holds a request's signed link."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from dagwright.api.routes.access import Admin
+from dagwright.services.human import HumanService
+from dagwright.store.human_models import HumanRequest
+
+router = APIRouter(prefix="/api/v1/human", tags=["human"])
+
+
+def _service(request: Request) -> HumanService:
+    found: HumanService = request.app.state.human
+    return found
+
+
+class AnswerIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    values: dict[str, Any] = Field(default_factory=dict, description="Field name -> value.")
+    choice: str | None = Field(None, description="One of the form's choices (its branch).")
+
+
+def request_body(found: HumanRequest, *, with_link: bool) -> dict[str, Any]:
+    body: dict[str, Any] = found.model_dump(mode="json", exclude={"link_token"})
+    if with_link:  # the link answers without the admin token: shown to admins only
+        body["link"] = f"/api/v1/human/links/{found.link_token}"
+    return body
+
+
+def _resumed(run_id: str) -> JSONResponse:
+    return JSONResponse(
+        {"run_id": run_id, "status": "running", "poll": f"/api/v1/runs/{run_id}"},
+        status_code=202,
+    )
+
+
+@router.get("/requests", dependencies=[Admin])
+async def list_requests(
+    request: Request, status: str | None = "waiting", app_id: str | None = None
+) -> dict[str, Any]:
+    """Requests, oldest first: by default those still waiting (the "waiting for you" list);
+    `status=answered`, `expired`, or empty for all."""
+    found = _service(request).requests(status or None, app_id)
+    return {"items": [request_body(r, with_link=True) for r in found]}
+
+
+@router.get("/requests/{request_id}", dependencies=[Admin])
+async def get_request(request_id: str, request: Request) -> dict[str, Any]:
+    return request_body(_service(request).get(request_id), with_link=True)
+
+
+@router.post("/requests/{request_id}/answer", dependencies=[Admin], response_model=None)
+async def answer_request(request_id: str, body: AnswerIn, request: Request) -> JSONResponse:
+    """Answer and resume the run: 202 with the continuing run's id. 409 when the request
+    was answered (or timed out) already; 422 for values that do not fit the form."""
+    live = await _service(request).answer(request_id, body.values, body.choice)
+    return _resumed(live.run_id)
+
+
+@router.get("/links/{token}")
+async def open_link(token: str, request: Request) -> dict[str, Any]:
+    """The request behind a signed link: its message and form (no admin token needed)."""
+    return request_body(_service(request).by_link(token), with_link=False)
+
+
+@router.post("/links/{token}", response_model=None)
+async def answer_link(token: str, body: AnswerIn, request: Request) -> JSONResponse:
+    """Answer through a signed link, as /requests/{id}/answer does."""
+    service = _service(request)
+    found = service.by_link(token)
+    live = await service.answer(found.id, body.values, body.choice)
+    return _resumed(live.run_id)

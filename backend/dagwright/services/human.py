@@ -1,0 +1,277 @@
+"""Human-in-the-loop: runs that pause at a `human_input` node until someone answers.
+
+The pause is durable because nothing of it lives in a process. The block writes a
+`human_requests` row and stops the run with `waiting_for_human`; the run is recorded as
+`waiting`. An answer (API, editor, signed link) on any replica, or the request's timeout
+(every replica sweeps; the conditional update decides which one acts), claims the row and
+starts the continuation: the same app version and inputs, every node that had finished
+passed on unrun (the debug re-run's reuse), and the human node's answer as its output down
+the branch chosen. The continuation is a run of its own (mode `resume`, its parent the
+waiting run), in the same trace.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets as token_source
+from datetime import timedelta
+from typing import Any, Final
+
+from sqlalchemy import Engine, select, update
+from sqlmodel import Session
+
+from dagwright.errors import ConflictError, DagwrightError, InputError, NotFoundError
+from dagwright.runtime.executor import ReusedOutput
+from dagwright.services.apps import AppService
+from dagwright.services.runs import WAITING_FOR_HUMAN, LiveRun, RunService
+from dagwright.store.human_models import HumanRequest
+from dagwright.store.models import utcnow
+from dagwright.telemetry.context import TraceParent, span_id_for, trace_id_for
+
+log = logging.getLogger(__name__)
+
+WAITING_CODE: Final = WAITING_FOR_HUMAN
+TIMEOUT_BRANCH: Final = "timeout"
+ANSWERED_BRANCH: Final = "answered"  # the one branch of a form without choices
+SWEEP: Final = 1.0  # seconds between looks for requests past their timeout
+FIELD_TYPES: Final[dict[str, type | tuple[type, ...]]] = {
+    "text": str,
+    "number": (int, float),
+    "integer": int,
+    "boolean": bool,
+}
+
+
+class WaitingForHuman(DagwrightError):
+    """Raised by a human_input node: the run stops here until the request is answered."""
+
+    code = WAITING_CODE
+
+
+class HumanInbox:
+    """What a `human_input` block asks for its run: write the request."""
+
+    def __init__(self, engine: Engine) -> None:
+        self.engine = engine
+
+    def ask(
+        self,
+        run_id: str,
+        node: str,
+        message: str,
+        form: dict[str, Any],
+        timeout_s: float | None,
+    ) -> HumanRequest:
+        from dagwright.services.run_writer import RUNS
+
+        with Session(self.engine) as session:
+            app_id = session.execute(
+                select(RUNS.c.app_id).where(RUNS.c.id == run_id)
+            ).scalar_one_or_none()
+            request = HumanRequest(
+                run_id=run_id,
+                app_id=app_id,
+                node=node,
+                message=message,
+                form=form,
+                link_token=token_source.token_urlsafe(32),
+                expires_at=utcnow() + timedelta(seconds=timeout_s) if timeout_s else None,
+            )
+            session.add(request)
+            session.commit()
+            session.refresh(request)
+            return request
+
+
+def check_answer(form: dict[str, Any], answer: dict[str, Any], choice: str | None) -> None:
+    """InputError naming every field that is missing or of the wrong type, or a choice the
+    form does not offer."""
+    problems: list[str] = []
+    for spec in form.get("fields", []):
+        name = spec["name"]
+        if name not in answer:
+            if spec.get("required", True) and spec.get("default") is None:
+                problems.append(f"{name!r} is required")
+            continue
+        kind = spec.get("type", "text")
+        value = answer[name]
+        # bool is an int to Python, not to a form: True is no answer to "how many?".
+        is_bool = isinstance(value, bool)
+        if not isinstance(value, FIELD_TYPES[kind]) or (is_bool and kind != "boolean"):
+            problems.append(f"{name!r} must be {kind}")
+    unknown = sorted(set(answer) - {spec["name"] for spec in form.get("fields", [])})
+    if unknown:
+        problems.append(f"the form has no field {', '.join(map(repr, unknown))}")
+    choices = form.get("choices") or []
+    if choices and choice not in choices:
+        problems.append(f"choose one of {', '.join(map(repr, choices))}")
+    if not choices and choice not in (None, ANSWERED_BRANCH):
+        problems.append("this form offers no choices")
+    if problems:
+        raise InputError("; ".join(problems))
+
+
+def _filled(form: dict[str, Any], answer: dict[str, Any]) -> dict[str, Any]:
+    values = {spec["name"]: spec.get("default") for spec in form.get("fields", [])}
+    values.update(answer)
+    return values
+
+
+class HumanService:
+    def __init__(self, engine: Engine, apps: AppService, runs: RunService) -> None:
+        self.engine = engine
+        self.apps = apps
+        self.runs = runs
+        self._sweeper: asyncio.Task[None] | None = None
+
+    # -- reading ------------------------------------------------------------------------------
+
+    def requests(
+        self, status: str | None = "waiting", app_id: str | None = None
+    ) -> list[HumanRequest]:
+        with Session(self.engine) as session:
+            query = select(HumanRequest).order_by(HumanRequest.created_at)  # type: ignore[arg-type]
+            if status is not None:
+                query = query.where(HumanRequest.status == status)  # type: ignore[arg-type]
+            if app_id is not None:
+                query = query.where(HumanRequest.app_id == app_id)  # type: ignore[arg-type]
+            return list(session.scalars(query))
+
+    def get(self, request_id: str) -> HumanRequest:
+        with Session(self.engine) as session:
+            found = session.get(HumanRequest, request_id)
+        if found is None:
+            raise NotFoundError(f"no human request {request_id!r}")
+        return found
+
+    def by_link(self, token: str) -> HumanRequest:
+        with Session(self.engine) as session:
+            query = select(HumanRequest).where(HumanRequest.link_token == token)  # type: ignore[arg-type]
+            found = session.scalars(query).first()
+        if found is None:
+            raise NotFoundError("this link is not valid")
+        return found
+
+    # -- answering ----------------------------------------------------------------------------
+
+    def _claim(self, request_id: str, status: str, answer: dict[str, Any], choice: str) -> bool:
+        """Move the request from waiting to `status`; False when someone else did first."""
+        with Session(self.engine) as session:
+            done = session.execute(
+                update(HumanRequest)
+                .where(HumanRequest.id == request_id, HumanRequest.status == "waiting")  # type: ignore[arg-type]
+                .values(status=status, answer=answer, choice=choice, answered_at=utcnow())
+            )
+            session.commit()
+            return bool(getattr(done, "rowcount", 0) == 1)
+
+    async def answer(
+        self, request_id: str, answer: dict[str, Any], choice: str | None = None
+    ) -> LiveRun:
+        """Answer a waiting request and resume its run. ConflictError when it was answered
+        (or timed out) already; InputError for an answer that does not fit the form."""
+        request = await asyncio.to_thread(self.get, request_id)
+        if request.status != "waiting":
+            raise ConflictError(f"this request is {request.status} already", "human_answered")
+        check_answer(request.form, answer, choice)
+        branch = choice or ANSWERED_BRANCH
+        values = _filled(request.form, answer)
+        if not await asyncio.to_thread(self._claim, request.id, "answered", values, branch):
+            raise ConflictError("this request was answered a moment ago", "human_answered")
+        return await self._resume(request, values, branch)
+
+    async def _resume(self, request: HumanRequest, values: dict[str, Any], branch: str) -> LiveRun:
+        waiting = await asyncio.to_thread(self.runs.get, request.run_id)
+        if waiting.app_id is None or waiting.version_id is None:
+            raise ConflictError("only runs of a saved app version can be resumed", "not_resumable")
+        version = await asyncio.to_thread(self.apps.get_version, waiting.app_id, waiting.version_id)
+        plan = await asyncio.to_thread(self.apps.compiled, version)
+        reuse = {
+            node.node: ReusedOutput(node.output, node.branch)
+            for node in waiting.nodes
+            if node.status in ("succeeded", "reused") and "/" not in node.node
+        }
+        reuse[request.node] = ReusedOutput({**values, "choice": branch}, branch)
+        # The continuation hangs under the human node's span of the waiting run's trace: its
+        # ids are derived from the run id, so any replica can name them after any restart.
+        parent = TraceParent(
+            trace_id_for(waiting.id), span_id_for(waiting.id, f"node:{request.node}")
+        )
+        live = await self.runs.start(
+            plan,
+            waiting.inputs,
+            app_id=waiting.app_id,
+            version_id=waiting.version_id,
+            mode="resume",
+            parent_run_id=waiting.id,
+            parent_node=request.node,
+            reuse=reuse,
+            traceparent=parent.header(),
+        )
+        await asyncio.to_thread(self._resumed, request.id, waiting.id, live.run_id)
+        return live
+
+    def _resumed(self, request_id: str, waiting_run_id: str, run_id: str) -> None:
+        from dagwright.services.run_writer import RUNS
+
+        with Session(self.engine) as session:
+            session.execute(
+                update(HumanRequest)
+                .where(HumanRequest.id == request_id)  # type: ignore[arg-type]
+                .values(resumed_run_id=run_id)
+            )
+            # The paused run is done waiting: the history shows it went on (in run_id).
+            session.execute(
+                update(RUNS)
+                .where(RUNS.c.id == waiting_run_id, RUNS.c.status == "waiting")
+                .values(status="resumed")
+            )
+            session.commit()
+
+    # -- timeouts -----------------------------------------------------------------------------
+
+    async def expire_due(self) -> list[LiveRun]:
+        """Resume, down the `timeout` branch, the requests past their timeout that this
+        replica claims."""
+        now = utcnow()
+
+        def due() -> list[HumanRequest]:
+            with Session(self.engine) as session:
+                query = select(HumanRequest).where(
+                    HumanRequest.status == "waiting",  # type: ignore[arg-type]
+                    HumanRequest.expires_at < now,  # type: ignore[arg-type,operator]
+                )
+                return list(session.scalars(query))
+
+        resumed: list[LiveRun] = []
+        for request in await asyncio.to_thread(due):
+            values = _filled(request.form, {})
+            claimed = await asyncio.to_thread(
+                self._claim, request.id, "expired", values, TIMEOUT_BRANCH
+            )
+            if claimed:
+                resumed.append(await self._resume(request, values, TIMEOUT_BRANCH))
+        return resumed
+
+    def start(self) -> None:
+        if self._sweeper is None:
+            self._sweeper = asyncio.get_running_loop().create_task(
+                self._sweep(), name="dagwright-human-timeouts"
+            )
+
+    async def _sweep(self) -> None:
+        while True:
+            try:
+                await self.expire_due()
+            except Exception:  # one bad request must not stop the others' timeouts
+                log.warning("human request timeout sweep failed", exc_info=True)
+            await asyncio.sleep(SWEEP)
+
+    async def close(self) -> None:
+        task, self._sweeper = self._sweeper, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
