@@ -206,3 +206,26 @@ def test_a_half_built_flow_is_kept_on_the_server(
         expect(elsewhere.get_by_test_id("draft-notice")).to_be_visible()
     finally:
         other.close()
+
+
+def test_publish_offers_to_save_the_canvas_first_with_its_diff(
+    page: Page, server: LiveServer
+) -> None:
+    """Finding 8: with unsaved changes, Publish shows in its dialog what the canvas changes
+    against the saved version and saves and publishes it in one step; no toast covers it."""
+    make_app(server, "pub-diff", echo_flow())
+    page.goto("/#/apps/pub-diff")
+    page.get_by_test_id("node-t").click()
+    page.get_by_test_id("config-template").fill("you wrote {{ x }}")
+    page.get_by_test_id("publish").click()
+    expect(page.get_by_test_id("publish-diff")).to_contain_text("changed: t")
+    page.get_by_test_id("save-and-publish").click()
+    expect(page.get_by_test_id("publish-status")).to_contain_text("Published version 2")
+    expect(page.locator("[data-testid^=toast-]")).to_have_count(0)
+    app = httpx.get(f"{server.base_url}/api/v1/apps/pub-diff").json()
+    published = httpx.get(
+        f"{server.base_url}/api/v1/apps/pub-diff/versions/{app['published_version_id']}"
+    ).json()
+    assert published["number"] == 2
+    templates = [n["config"]["template"] for n in published["flow"]["nodes"] if n["id"] == "t"]
+    assert templates == ["you wrote {{ x }}"]

@@ -58,6 +58,7 @@ import { History } from "./history";
 import { NODE_WIDTH, layoutGraph } from "./layout";
 import { Palette } from "./Palette";
 import { PublishDialog, formatTime } from "./PublishDialog";
+import { PublishPrepare } from "./PublishPrepare";
 import type { Registry } from "./registry";
 import { exampleInputs } from "./snippets";
 import { VersionsPanel } from "./VersionsPanel";
@@ -666,6 +667,8 @@ export function FlowEditor(props: Props) {
     validate(graphToFlow(graphRef.current, metaRef.current), true);
   }, [validate]);
 
+  const [preparing, setPreparing] = useState(false);
+  const [publishedNumber, setPublishedNumber] = useState<number | null>(null);
   const publish = useCallback(
     async (version: { id: string; number: number } | null = baseVersion) => {
       if (!version) {
@@ -676,7 +679,9 @@ export function FlowEditor(props: Props) {
         const updated = await api.publish(app.slug, version.id);
         onAppChange(updated);
         setVersionsKey((k) => k + 1);
-        toast("success", `Published v${version.number}`, dirtyRef.current && version.id === baseVersion?.id ? "Unsaved changes are not part of it: save, then publish again." : undefined);
+        setPublishedNumber(version.number);
+        // The dialog says what was published; a toast would cover its first line.
+        setPreparing(false);
         setShowPublish(true);
       } catch (e) {
         toastError(e, "Could not publish");
@@ -894,7 +899,13 @@ export function FlowEditor(props: Props) {
             <button className="btn btn-primary" data-testid="save" title="Save a version (Ctrl+S)" onClick={() => setSaving(true)}>
               Save
             </button>
-            <button className="btn btn-accent" data-testid="publish" disabled={!baseVersion} title={baseVersion ? `Publish v${baseVersion.number}` : "Save a version first"} onClick={() => publish()}>
+            <button
+              className="btn btn-accent"
+              data-testid="publish"
+              disabled={!baseVersion && graph.nodes.length === 0}
+              title={dirty || !baseVersion ? "Save the canvas as a version and publish it" : `Publish v${baseVersion.number}`}
+              onClick={() => (dirty || !baseVersion ? setPreparing(true) : void publish())}
+            >
               Publish
             </button>
             {published && (
@@ -1096,10 +1107,13 @@ export function FlowEditor(props: Props) {
             }}
           />
         )}
+        {preparing && (
+          <PublishPrepare slug={app.slug} flow={flow} base={baseVersion} onSaved={onSavedVersion} onPublish={publish} onClose={() => setPreparing(false)} />
+        )}
         {showPublish && (
           <PublishDialog
             app={app}
-            publishedNumber={openIsPublished ? (baseVersion?.number ?? null) : null}
+            publishedNumber={publishedNumber ?? (openIsPublished ? (baseVersion?.number ?? null) : null)}
             inputs={exampleInputs(graphRef.current, blocks)}
             onClose={() => setShowPublish(false)}
           />
