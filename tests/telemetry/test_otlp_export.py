@@ -149,3 +149,44 @@ def test_a_failure_is_an_error_status_with_an_exception_event(
     assert name == "exception"
     assert "nowhere-to-be-found" in attributes["exception.message"]
     assert attributes["exception.type"]
+
+
+def test_a_run_resumed_after_a_human_answer_continues_the_same_trace(
+    api: Api, collector: Collector
+) -> None:
+    asking = flow(
+        [
+            node("q", "text_input", name="q"),
+            node("ask", "human_input", message="OK? {{ q }}", inputs=["q"]),
+            node("echo", "template", template="answered: {{ a.note }}"),
+            node("out", "output", name="answer"),
+        ],
+        [edge("q", "ask.q"), {**edge("ask", "echo.a"), "branch": "answered"}, edge("echo", "out")],
+    )
+    asking["nodes"][1]["config"]["fields"] = [{"name": "note"}]
+    key = api.published_app("asking", asking)
+    paused = api.run("asking", key, {"q": "go"}).json()
+    assert paused["status"] == "waiting"
+    items = api.http.get("/api/v1/human/requests").json()["items"]
+    [request] = [r for r in items if r["run_id"] == paused["run_id"]]
+    answered = api.http.post(
+        f"/api/v1/human/requests/{request['id']}/answer", json={"values": {"note": "yes"}}
+    )
+    resumed_id = answered.json()["run_id"]
+    assert api.wait_for_run(resumed_id)["outputs"] == {"answer": "answered: yes"}
+
+    spans = collector.wait_for(
+        lambda found: _run_span(paused["run_id"])(found) and _run_span(resumed_id)(found)
+    )
+    runs = {s.attributes.get("dagwright.run.id"): s for s in spans if s.name.startswith("run ")}
+    waiting, resumed = runs[paused["run_id"]], runs[resumed_id]
+    assert waiting.attributes["dagwright.status"] == "waiting"
+    assert waiting.status_code != ERROR
+    ask = next(s for s in _trace(spans, waiting.trace_id) if s.name == "node ask")
+    assert ask.status_code != ERROR
+    assert [name for name, _ in ask.events] == ["waiting_for_human"]
+    assert resumed.trace_id == waiting.trace_id
+    assert resumed.parent_span_id == ask.span_id
+    assert resumed.attributes["dagwright.run.mode"] == "resume"
+    echo = next(s for s in _trace(spans, waiting.trace_id) if s.name == "node echo")
+    assert echo.parent_span_id == resumed.span_id

@@ -36,6 +36,9 @@ from dagwright.telemetry.context import TraceLinks, span_id_for
 
 SCOPE: Final = InstrumentationScope("dagwright", __version__)
 _SAMPLED: Final = TraceFlags(TraceFlags.SAMPLED)
+# A human_input node pausing the run (services/human.py): its error type and code.
+PAUSED_ERROR: Final = "WaitingForHuman"
+PAUSED_CODE: Final = "waiting_for_human"
 
 Export = Callable[[ReadableSpan], None]
 Attributes = dict[str, Any]
@@ -154,6 +157,10 @@ class RunSpans:
             self._node_finished(event)
         elif isinstance(event, NodeFailed):
             at = self._ns(event.t)
+            if event.error_type == PAUSED_ERROR:  # a pause, not a failure: the run goes on
+                paused = Event("waiting_for_human", {"message": event.message}, timestamp=at)
+                self._end_node(event.node, event.t, {}, (paused,), Status(StatusCode.UNSET))
+                return
             error = _error_event(event.error_type, event.message, at)
             status = Status(StatusCode.ERROR, f"{event.error_type}: {event.message}")
             self._end_node(event.node, event.t, {}, (error,), status)
@@ -276,7 +283,10 @@ class RunSpans:
         }
         events: tuple[Event, ...] = ()
         status = Status(StatusCode.OK)
-        if event.error is not None:
+        if event.error is not None and event.error.code == PAUSED_CODE:
+            # Waiting for a person: the continuing run's spans join this trace later.
+            attributes["dagwright.status"] = "waiting"
+        elif event.error is not None:
             at = self._ns(event.t)
             events = (
                 _error_event(event.error.error_type or event.error.code, event.error.message, at),
