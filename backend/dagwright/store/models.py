@@ -100,7 +100,9 @@ class RunNode(SQLModel, table=True):
     __tablename__ = "run_nodes"
 
     run_id: str = Field(foreign_key="runs.id", primary_key=True, max_length=32)
-    node: str = Field(primary_key=True, max_length=64)
+    # The node's id, or its path inside sub-flows/maps/repeats (`refine[2]/sql_check`), which
+    # nesting makes arbitrarily long (migration 0013).
+    node: str = Field(sa_column=Column(Text, primary_key=True))
     block: str = Field(default="", max_length=64)
     status: str = Field(max_length=16)  # succeeded | skipped | failed | cancelled
     inputs: dict[str, Any] | None = _json()
