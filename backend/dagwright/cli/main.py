@@ -43,6 +43,7 @@ LAZY_COMMANDS: dict[str, tuple[str, str, str | None]] = {
     "methods": ("dagwright.cli.methods", "methods_app", "The papers' methods as apps."),
     "mcp": ("dagwright.cli.mcp", "mcp_app", "MCP: list and call the tools of MCP servers."),
     "triggers": ("dagwright.cli.triggers", "triggers_app", "Cron schedules and webhooks."),
+    "human": ("dagwright.cli.human", "human_app", "Runs waiting for a person: list, answer."),
 }
 
 

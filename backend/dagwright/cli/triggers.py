@@ -8,29 +8,12 @@ from typing import Annotated, Any
 
 import typer
 
-from dagwright.cli.inputs import fail, parse_inputs
+from dagwright.cli.admin_http import DEFAULT_URL, Token, Url, admin_request
+from dagwright.cli.inputs import parse_inputs
 
 triggers_app = typer.Typer(
     help="Cron schedules and webhooks that start runs of an app.", no_args_is_help=True
 )
-
-Url = Annotated[str, typer.Option(envvar="DAGWRIGHT_URL", help="The server.")]
-Token = Annotated[str | None, typer.Option(envvar="DAGWRIGHT_ADMIN_TOKEN", help="The admin token.")]
-DEFAULT_URL = "http://127.0.0.1:8000"
-
-
-def _request(method: str, url: str, path: str, token: str | None, body: Any = None) -> Any:
-    import httpx
-
-    headers = {"Authorization": f"Bearer {token}"} if token else {}
-    try:
-        response = httpx.request(method, url.rstrip("/") + path, json=body, headers=headers)
-    except httpx.HTTPError as exc:
-        raise fail(f"cannot reach {url}: {exc}", 1) from None
-    if response.status_code >= 400:
-        error = response.json().get("error", {})
-        raise fail(f"{error.get('code')}: {error.get('message')}", 1)
-    return response.json() if response.content else None
 
 
 def _echo(value: Any) -> None:
@@ -40,7 +23,7 @@ def _echo(value: Any) -> None:
 @triggers_app.command("list")
 def list_(app: str, url: Url = DEFAULT_URL, token: Token = None) -> None:
     """The app's triggers (a webhook's URL included)."""
-    _echo(_request("GET", url, f"/api/v1/apps/{app}/triggers", token)["items"])
+    _echo(admin_request("GET", url, f"/api/v1/apps/{app}/triggers", token)["items"])
 
 
 @triggers_app.command("add-cron")
@@ -65,7 +48,7 @@ def add_cron(
         "catch_up": catch_up,
         "inputs": parse_inputs(input_ or []),
     }
-    _echo(_request("POST", url, f"/api/v1/apps/{app}/triggers", token, body))
+    _echo(admin_request("POST", url, f"/api/v1/apps/{app}/triggers", token, body))
 
 
 @triggers_app.command("add-webhook")
@@ -89,28 +72,28 @@ def add_webhook(
         "input_map": parse_inputs(map_ or []),
         "secret_name": secret,
     }
-    _echo(_request("POST", url, f"/api/v1/apps/{app}/triggers", token, body))
+    _echo(admin_request("POST", url, f"/api/v1/apps/{app}/triggers", token, body))
 
 
 @triggers_app.command("enable")
 def enable(trigger_id: str, url: Url = DEFAULT_URL, token: Token = None) -> None:
     """Start firing again (a schedule resumes from now)."""
-    _echo(_request("PATCH", url, f"/api/v1/triggers/{trigger_id}", token, {"enabled": True}))
+    _echo(admin_request("PATCH", url, f"/api/v1/triggers/{trigger_id}", token, {"enabled": True}))
 
 
 @triggers_app.command("disable")
 def disable(trigger_id: str, url: Url = DEFAULT_URL, token: Token = None) -> None:
     """Stop firing, keeping the trigger."""
-    _echo(_request("PATCH", url, f"/api/v1/triggers/{trigger_id}", token, {"enabled": False}))
+    _echo(admin_request("PATCH", url, f"/api/v1/triggers/{trigger_id}", token, {"enabled": False}))
 
 
 @triggers_app.command("delete")
 def delete(trigger_id: str, url: Url = DEFAULT_URL, token: Token = None) -> None:
-    _request("DELETE", url, f"/api/v1/triggers/{trigger_id}", token)
+    admin_request("DELETE", url, f"/api/v1/triggers/{trigger_id}", token)
     typer.echo(f"deleted {trigger_id}")
 
 
 @triggers_app.command("firings")
 def firings(trigger_id: str, url: Url = DEFAULT_URL, token: Token = None) -> None:
     """The trigger's latest firings, newest first, with their run ids."""
-    _echo(_request("GET", url, f"/api/v1/triggers/{trigger_id}/firings", token)["items"])
+    _echo(admin_request("GET", url, f"/api/v1/triggers/{trigger_id}/firings", token)["items"])

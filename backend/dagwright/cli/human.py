@@ -1,0 +1,63 @@
+"""`dagwright human`: the requests runs are waiting on, and answering them, on a running
+server (with the admin token when it needs one)."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+import typer
+
+from dagwright.cli.admin_http import DEFAULT_URL, Token, Url, admin_request
+from dagwright.cli.inputs import fail
+
+human_app = typer.Typer(help="Runs waiting for a person: list and answer.", no_args_is_help=True)
+
+
+@human_app.command("list")
+def list_(
+    status: Annotated[str, typer.Option(help="waiting, answered, expired or all.")] = "waiting",
+    url: Url = DEFAULT_URL,
+    token: Token = None,
+) -> None:
+    """Requests (by default those still waiting), oldest first: id, run, node, message."""
+    params = "" if status == "all" else f"?status={status}"
+    items = admin_request("GET", url, f"/api/v1/human/requests{params}", token)["items"]
+    for item in items:
+        typer.echo(f"{item['id']}  run {item['run_id']}  {item['node']}: {item['message']}")
+
+
+@human_app.command("show")
+def show(request_id: str, url: Url = DEFAULT_URL, token: Token = None) -> None:
+    """A request's message, form and signed link (JSON)."""
+    typer.echo(
+        json.dumps(
+            admin_request("GET", url, f"/api/v1/human/requests/{request_id}", token), indent=2
+        )
+    )
+
+
+@human_app.command("answer")
+def answer(
+    request_id: str,
+    value: Annotated[
+        list[str] | None,
+        typer.Option("--value", "-v", help="field=JSON value (a bare word is text)."),
+    ] = None,
+    choice: Annotated[str | None, typer.Option(help="One of the form's choices.")] = None,
+    url: Url = DEFAULT_URL,
+    token: Token = None,
+) -> None:
+    """Answer a request; its run resumes. Prints the id of the run that goes on."""
+    values: dict[str, Any] = {}
+    for pair in value or []:
+        name, sep, raw = pair.partition("=")
+        if not sep or not name:
+            raise fail(f"--value {pair!r}: expected field=value")
+        try:
+            values[name] = json.loads(raw)
+        except ValueError:
+            values[name] = raw
+    body = {"values": values, "choice": choice}
+    done = admin_request("POST", url, f"/api/v1/human/requests/{request_id}/answer", token, body)
+    typer.echo(done["run_id"])
