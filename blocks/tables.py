@@ -260,13 +260,14 @@ def _local_embedder(spec: str) -> Embedder:
     example="'What is the year-end bonus for Tom?' -> employee and salary tables, MAC-SQL style",
 )
 async def schema_lookup(
-    config: SchemaLookupConfig, ctx: NodeContext, question: str
+    config: SchemaLookupConfig, ctx: NodeContext, question: str, sources: list[str] | None = None
 ) -> LookupOutput:
     """Ranks every table and column against the question — by words (names split at case
     and underscores, comments, value examples; BM25) and, with an embedder, by meaning — and
     keeps the best tables, plus the tables their joins need (foreign keys). `schema` renders
     them in MAC-SQL's format with only the chosen columns; `tables` names them as the SQL
-    must (source.schema.table)."""
+    must (source.schema.table). The `sources` input (e.g. a TQA dataset's) narrows the
+    tables further than the setting: a table must be in both lists (empty: no limit)."""
     from dagwright.data.connector import TableInfo
     from dagwright.data.schema_lookup import lookup
     from dagwright.data.serialize import mac_sql_schema
@@ -275,7 +276,9 @@ async def schema_lookup(
 
     def gather() -> tuple[list[str], list[TableInfo], dict[str, pa.Table]]:
         refs = [
-            ref for ref in engine.tables() if not config.sources or ref.source in config.sources
+            ref
+            for ref in engine.tables()
+            if all(not allowed or ref.source in allowed for allowed in (config.sources, sources))
         ]
         names = [str(ref) for ref in refs]
         return names, _infos(engine, names), _samples(engine, names, config.sample_rows)

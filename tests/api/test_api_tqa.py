@@ -592,3 +592,27 @@ def test_a_dataset_and_its_lessons_survive_a_server_restart(tmp_path: Path) -> N
         lucy = ask(second.api, "Which department does lucy work in?", dataset="rs")
         assert [h["id"] for h in lucy["profile"]["learned_hints"]] == taught["profile"]["learned"]
         assert len([t for t in lucy["turns"] if t["tool_call"]]) == 1
+
+
+def tables_the_tool_saw(api: Api) -> list[str]:
+    """The tables the schema lookup of the newest text-to-SQL tool run described."""
+    runs = api.http.get("/api/v1/runs", params={"app": "autotqa-text-to-sql", "limit": 1})
+    [newest] = runs.json()["items"]
+    nodes = {n["node"]: n for n in api.get_run(newest["id"])["nodes"]}
+    tables: list[str] = nodes["schema"]["output"]["tables"]
+    return tables
+
+
+def test_a_datasets_sources_limit_the_tables_the_tools_see(api: Api) -> None:
+    created = api.http.post("/api/v1/tqa/datasets", json={"name": "hr-only", "sources": ["hr"]})
+    assert created.status_code == 201, created.text
+    unlimited = ask(api, TOM)
+    assert any(t.startswith("payroll.") for t in tables_the_tool_saw(api))
+    assert unlimited["status"] == "completed", unlimited
+
+    limited = ask(api, TOM, dataset="hr-only")
+    seen = tables_the_tool_saw(api)
+    assert seen
+    assert all(t.startswith("hr.") for t in seen)
+    [call] = [t["tool_call"] for t in limited["turns"] if t["tool_call"]]
+    assert call["input"]["sources"] == ["hr"]

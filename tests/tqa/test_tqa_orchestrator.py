@@ -282,3 +282,14 @@ async def test_gaps_go_to_the_planner_in_the_papers_form() -> None:
 
 def test_the_default_round_limit_is_the_papers() -> None:
     assert AskRequest(question="q").max_rounds == 50
+
+
+def test_the_engineer_cannot_widen_the_datasets_sources() -> None:
+    tools = {"text_to_sql": {"app": "autotqa-text-to-sql"}}
+    request = {"tool": "text_to_sql", "input": {"question": "q", "sources": ["payroll"]}}
+    _, _, given = choose_tool(request, tools, {"question": "q", "sources": ["hr"]})
+    assert given["sources"] == ["hr"]
+    # other context inputs are the Engineer's to choose
+    request = {"tool": "text_to_sql", "input": {"question": "mine", "hints": "mine"}}
+    _, _, given = choose_tool(request, tools, {"question": "q", "hints": "h", "sources": []})
+    assert (given["question"], given["hints"], given["sources"]) == ("mine", "mine", [])

@@ -18,12 +18,14 @@ CONTEXT_INPUTS: dict[str, dict[str, str]] = {
         "hints": "hints",
         "feedback": "feedback",
         "examples": "examples",
+        "sources": "sources",
     },
     "autotqa-python": {
         "task": "question",
         "hints": "hints",
         "feedback": "feedback",
         "examples": "examples",
+        "sources": "sources",
     },
     # The methods' apps (dagwright methods install), so either can be the text-to-SQL or
     # table tool: the Engineer names the database or table, the question comes along.
@@ -38,6 +40,11 @@ CONTEXT_INPUTS: dict[str, dict[str, str]] = {
         )
     },
 }
+
+
+# Context inputs the Engineer's request cannot override: the dataset's sources limit what the
+# tools see, whatever the model asks for.
+ENFORCED = frozenset({"sources"})
 
 
 class ToolChoiceError(DagwrightError):
@@ -65,6 +72,8 @@ def choose_tool(
     inputs = dict(given or {})
     for key, source in fills.items():
         value = context.get(source)
-        if value is not None:
+        if key in ENFORCED and value is not None:
+            inputs[key] = value
+        elif value is not None:
             inputs.setdefault(key, value)
     return name, app, inputs

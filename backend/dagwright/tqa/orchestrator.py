@@ -370,6 +370,7 @@ class Orchestrator:
             "question": request.question,
             "hints": "\n".join(f"- {h}" for h in state.engineer_hints()),
             "feedback": state.feedback(tool.name),
+            "sources": list(state.conversation.knowledge.sources),
         }
         try:
             if role is not None:
