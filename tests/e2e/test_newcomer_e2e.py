@@ -229,3 +229,37 @@ def test_publish_offers_to_save_the_canvas_first_with_its_diff(
     assert published["number"] == 2
     templates = [n["config"]["template"] for n in published["flow"]["nodes"] if n["id"] == "t"]
     assert templates == ["you wrote {{ x }}"]
+
+
+def test_papercuts(page: Page, server: LiveServer) -> None:
+    """Finding 10: the shortcuts popover closes on Escape and on a click outside; a dock left
+    tall is restored at most half the window; the output block is called an output; blocks
+    have human titles; the run's JSON shows straight quotes (copyable JSON)."""
+    make_app(server, "papercuts", echo_flow())
+    page.add_init_script("localStorage.setItem('dagwright.debugHeight', '2000')")
+    page.goto("/#/apps/papercuts")
+    dock = page.get_by_test_id("debug-dock").bounding_box()
+    assert dock is not None
+    assert dock["height"] <= 900 / 2 + 40, f"the dock was restored {dock['height']} px tall"
+
+    page.get_by_test_id("help").click()
+    expect(page.get_by_test_id("shortcuts")).to_be_visible()
+    page.keyboard.press("Escape")
+    expect(page.get_by_test_id("shortcuts")).to_be_hidden()
+    page.get_by_test_id("help").click()
+    expect(page.get_by_test_id("shortcuts")).to_be_visible()
+    page.get_by_test_id("app-name").click(position={"x": 2, "y": 2})
+    expect(page.get_by_test_id("shortcuts")).to_be_hidden()
+    page.keyboard.press("Escape")
+
+    expect(page.get_by_test_id("palette-block-text_input")).to_contain_text("Text input")
+    page.get_by_test_id("node-out").click()
+    expect(page.get_by_test_id("node-block-kind")).to_contain_text("output")
+    expect(page.get_by_test_id("node-block-kind")).not_to_contain_text("input")
+    expect(page.get_by_test_id("node-block-title")).to_contain_text("Output")
+
+    page.get_by_test_id("debug-input-q").fill("hello")
+    page.get_by_test_id("run").click()
+    expect(page.get_by_test_id("node-out-status")).to_have_attribute("title", "succeeded")
+    viewer = page.locator(".dw-json-string", has_text="you said hello").first
+    expect(viewer).to_have_text('"you said hello"')

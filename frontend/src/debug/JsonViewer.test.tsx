@@ -44,3 +44,12 @@ describe("JsonViewer", () => {
     expect(screen.getByTestId("v").textContent).toContain("Stored value truncated: 300,000 bytes");
   });
 });
+
+describe("JsonViewer strings", () => {
+  it("shows strings as JSON (straight quotes, escapes), so what is selected pastes as JSON", () => {
+    render(<JsonViewer value={{ say: 'a "quoted"\nline' }} testId="json-strings" />);
+    const text = screen.getByTestId("json-strings").textContent ?? "";
+    expect(text).toContain('"say": "a \\"quoted\\"\\nline"');
+    expect(text).not.toMatch(/[“”]/);
+  });
+});

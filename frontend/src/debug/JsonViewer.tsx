@@ -182,8 +182,8 @@ function Primitive({ value }: { value: unknown }) {
     const shown = long && !unfolded ? value.slice(0, LONG_STRING).split("\n").slice(0, 8).join("\n") : value;
     return (
       <span className="dw-json-string">
-        “{shown}
-        {long && !unfolded ? "…" : ""}”
+        {/* JSON's own quotes and escapes, so a selection pastes as JSON (a folded string ends in …). */}
+        {long && !unfolded ? `${JSON.stringify(shown).slice(0, -1)}…"` : JSON.stringify(shown)}
         {long && (
           <button type="button" className="dw-link" onClick={() => setUnfolded(!unfolded)}>
             {unfolded ? "fold" : `show all ${value.length.toLocaleString()} chars`}

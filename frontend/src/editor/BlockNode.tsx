@@ -5,6 +5,7 @@
 import { Handle, type NodeProps, Position, useUpdateNodeInternals } from "@xyflow/react";
 import { type CSSProperties, createContext, memo, useContext, useEffect, useRef } from "react";
 import type { NodeRunState, Problem } from "../api/types";
+import { blockIcon, blockTitle } from "./blockTitle";
 import { useNodeDecoration } from "./decorations";
 import type { BlockMap, EditorNode, NodePort } from "./graph";
 import { sourceHandleId } from "./graph";
@@ -86,6 +87,7 @@ function BlockNodeView({ id, data, selected }: NodeProps<EditorNode>) {
   ].join(" ");
   const nodeProblems = deco.problems.filter((p) => !p.port).sort((a, b) => (a.severity === "error" ? 0 : 1) - (b.severity === "error" ? 0 : 1));
   const title = data.label ? data.label : id;
+  const human = `${blockIcon(spec)} ${blockTitle(data.block)}`;
   const configName = spec && (spec.role === "flow_input" || spec.role === "flow_output") && typeof data.config.name === "string" ? data.config.name : null;
   return (
     <div className={classes} data-testid={`node-${id}`} data-block={data.block} data-status={run?.status}>
@@ -111,7 +113,7 @@ function BlockNodeView({ id, data, selected }: NodeProps<EditorNode>) {
         )}
       </div>
       <div className="dw-node-sub">
-        {configName ? `${data.block} · ${configName}` : data.block}
+        {configName ? `${human} · ${configName}` : human}
         {deco.diff && <span className={`diff-tag diff-tag-${deco.diff}`}>{deco.diff}</span>}
       </div>
       {nodeProblems.length > 0 && errors.length > 0 && (

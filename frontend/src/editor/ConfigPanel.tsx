@@ -5,6 +5,7 @@ import { memo, useEffect, useMemo, useState } from "react";
 import type { BlockSpec, ErrorPolicy, Problem } from "../api/types";
 import { SchemaForm } from "../forms/SchemaForm";
 import { ModelPicker } from "../forms/ModelPicker";
+import { blockIcon, blockKind, blockTitle } from "./blockTitle";
 import { ErrorPolicyField } from "./ErrorPolicyField";
 import type { EditorNode } from "./graph";
 import { NODE_ID_RE } from "./graph";
@@ -148,8 +149,13 @@ function NodeHeader({ node, spec, onRename, onLabel }: { node: EditorNode; spec:
     <div className="node-header">
       <div className="node-header-block">
         <span className={`cat-dot cat-${spec?.category ?? "unknown"}`} />
-        <strong>{node.data.block}</strong>
-        <span className="muted small"> {spec?.category}</span>
+        <strong data-testid="node-block-title">
+          {blockIcon(spec)} {blockTitle(node.data.block)}
+        </strong>
+        <span className="muted small" data-testid="node-block-kind">
+          {" "}
+          {blockKind(spec)} · <code>{node.data.block}</code>
+        </span>
       </div>
       {spec && <p className="muted small">{spec.description}</p>}
       <div className="field">

@@ -26,6 +26,7 @@ import type { AppOut, BlockSpec, ErrorPolicy, FlowDocument, NodeRunState, Proble
 import { setLeaveGuard } from "../router";
 import { Modal } from "../ui/Modal";
 import { toast, toastError } from "../ui/toast";
+import { useDismiss } from "../ui/useDismiss";
 import { BlocksContext, nodeTypes } from "./BlockNode";
 import { type Clip, copySelection, deleteSelection, pasteClip } from "./clipboard";
 import { ConfigPanel, ProblemsList } from "./ConfigPanel";
@@ -656,6 +657,9 @@ export function FlowEditor(props: Props) {
   const [showPublish, setShowPublish] = useState(false);
   const [showVersions, setShowVersions] = useState(false);
   const [showHelp, setShowHelp] = useState(false);
+  const helpRef = useRef<HTMLDivElement>(null);
+  const closeHelp = useCallback(() => setShowHelp(false), []);
+  useDismiss(helpRef, showHelp, closeHelp);
   const [versionsKey, setVersionsKey] = useState(0);
   const [rightTab, setRightTab] = useState<"node" | "problems" | "flow">("node");
   useEffect(() => {
@@ -778,7 +782,9 @@ export function FlowEditor(props: Props) {
     [decorations],
   );
   const [debugOpen, setDebugOpen] = useState(true);
-  const [debugHeight, setDebugHeight] = useState(() => Number(localStorage.getItem(DEBUG_HEIGHT_KEY)) || 220);
+  // A dock dragged tall is restored at most half the window: else the next visit opens on a
+  // strip of canvas.
+  const [debugHeight, setDebugHeight] = useState(() => Math.max(120, Math.min(Number(localStorage.getItem(DEBUG_HEIGHT_KEY)) || 220, Math.round(window.innerHeight / 2))));
   const startResize = (e: React.PointerEvent) => {
     e.preventDefault();
     const startY = e.clientY;
@@ -913,7 +919,7 @@ export function FlowEditor(props: Props) {
                 API
               </button>
             )}
-            <div className="help-wrap">
+            <div className="help-wrap" ref={helpRef}>
               <button className="btn btn-ghost" data-testid="help" aria-expanded={showHelp} onClick={() => setShowHelp((s) => !s)} title="Keyboard shortcuts (?)">
                 ?
               </button>

@@ -3,6 +3,7 @@
 
 import { memo, useMemo, useState } from "react";
 import type { BlockSpec } from "../api/types";
+import { blockIcon, blockKind, blockTitle } from "./blockTitle";
 
 export const BLOCK_MIME = "application/x-dagwright-block";
 
@@ -18,7 +19,7 @@ export const CATEGORY_LABELS: Record<string, string> = {
 export function filterBlocks(blocks: BlockSpec[], query: string): BlockSpec[] {
   const q = query.trim().toLowerCase();
   if (!q) return blocks;
-  return blocks.filter((b) => `${b.name} ${b.description} ${b.category} ${b.example}`.toLowerCase().includes(q));
+  return blocks.filter((b) => `${b.name} ${blockTitle(b.name)} ${b.description} ${b.category} ${b.example}`.toLowerCase().includes(q));
 }
 
 interface Props {
@@ -74,7 +75,9 @@ export const Palette = memo(function Palette({ categories, blocks, onAdd }: Prop
                 onFocus={(e) => setHover({ block: b, top: (e.currentTarget as HTMLElement).getBoundingClientRect().top })}
                 onBlur={() => setHover(null)}
               >
-                <span className="palette-name">{b.name}</span>
+                <span className="palette-name" title={b.name}>
+                  <span className="block-icon">{blockIcon(b)}</span> {blockTitle(b.name)}
+                </span>
                 <span className="palette-desc">{b.description}</span>
               </div>
             ))}
@@ -83,7 +86,7 @@ export const Palette = memo(function Palette({ categories, blocks, onAdd }: Prop
       </div>
       {hover && (
         <div className="palette-hover" style={{ top: Math.max(8, Math.min(hover.top, window.innerHeight - 260)) }} data-testid="palette-hover" role="tooltip">
-          <strong>{hover.block.name}</strong> <span className="muted small">{hover.block.category}</span>
+          <strong>{blockTitle(hover.block.name)}</strong> <span className="muted small">{blockKind(hover.block)} · {hover.block.name}</span>
           <p>{hover.block.description}</p>
           {hover.block.example && (
             <>
