@@ -3,6 +3,8 @@ import { AppList } from "./apps/AppList";
 import { EditorPage } from "./editor/EditorPage";
 import { TqaPage } from "./tqa/TqaPage";
 import { EvaluationsPage } from "./evaluations/EvaluationsPage";
+import { TriggersPage } from "./integrations/TriggersPage";
+import { WaitingPage } from "./integrations/WaitingPage";
 import { ADMIN_TOKEN_EVENT, adminToken, setAdminToken } from "./api/http";
 import { useRoute } from "./router";
 import { ErrorBoundary } from "./ui/ErrorBoundary";
@@ -20,6 +22,10 @@ export function App() {
           <TqaPage conversationId={route.conversation} />
         ) : route.page === "evaluations" ? (
           <EvaluationsPage evaluationId={route.evaluation} />
+        ) : route.page === "waiting" ? (
+          <WaitingPage />
+        ) : route.page === "triggers" ? (
+          <TriggersPage slug={route.slug} />
         ) : (
           <AppList />
         )}

@@ -1,4 +1,4 @@
-// Hash routing (#/, #/apps/<slug>, #/apps/<slug>/v/<number>, #/tqa, #/tqa/<conversation id>,
+// Hash routing (#/, #/apps/<slug>, #/apps/<slug>/v/<number>, #/apps/<slug>/triggers, #/waiting, #/tqa, #/tqa/<conversation id>,
 // #/evaluations, #/evaluations/<id>):
 // the server serves index.html at / only, and a reload keeps the route. A leave guard (unsaved
 // work) is asked before any in-app navigation, including the browser's back button.
@@ -9,7 +9,9 @@ export type Route =
   | { page: "apps" }
   | { page: "editor"; slug: string; version: number | null }
   | { page: "tqa"; conversation: string | null }
-  | { page: "evaluations"; evaluation: string | null };
+  | { page: "evaluations"; evaluation: string | null }
+  | { page: "waiting" }
+  | { page: "triggers"; slug: string };
 
 export function parseRoute(hash: string): Route {
   const path = hash.replace(/^#/, "");
@@ -17,6 +19,9 @@ export function parseRoute(hash: string): Route {
   if (v) return { page: "evaluations", evaluation: v[1] ? decodeURIComponent(v[1]) : null };
   const t = /^\/tqa(?:\/([^/?]+))?\/?$/.exec(path);
   if (t) return { page: "tqa", conversation: t[1] ? decodeURIComponent(t[1]) : null };
+  if (/^\/waiting\/?$/.test(path)) return { page: "waiting" };
+  const g = /^\/apps\/([^/?]+)\/triggers\/?$/.exec(path);
+  if (g) return { page: "triggers", slug: decodeURIComponent(g[1]) };
   const m = /^\/apps\/([^/?]+)(?:\/v\/(\d+))?\/?$/.exec(path);
   if (m) return { page: "editor", slug: decodeURIComponent(m[1]), version: m[2] ? Number(m[2]) : null };
   return { page: "apps" };
@@ -25,6 +30,8 @@ export function parseRoute(hash: string): Route {
 export function routeHash(route: Route): string {
   if (route.page === "apps") return "#/";
   if (route.page === "tqa") return route.conversation ? `#/tqa/${encodeURIComponent(route.conversation)}` : "#/tqa";
+  if (route.page === "waiting") return "#/waiting";
+  if (route.page === "triggers") return `#/apps/${encodeURIComponent(route.slug)}/triggers`;
   if (route.page === "evaluations") return route.evaluation ? `#/evaluations/${encodeURIComponent(route.evaluation)}` : "#/evaluations";
   return `#/apps/${encodeURIComponent(route.slug)}${route.version ? `/v/${route.version}` : ""}`;
 }

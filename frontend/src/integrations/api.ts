@@ -1,0 +1,78 @@
+// The triggers and human-in-the-loop APIs (docs/integrations.md), typed for the pages here.
+
+import { request } from "../api/http";
+
+export type FieldType = "text" | "number" | "integer" | "boolean";
+
+export interface FormField {
+  name: string;
+  type: FieldType;
+  label: string;
+  required: boolean;
+  default: unknown;
+}
+
+export interface HumanRequest {
+  id: string;
+  run_id: string;
+  app_id: string | null;
+  node: string;
+  message: string;
+  form: { fields: FormField[]; choices: string[] };
+  status: "waiting" | "answered" | "expired";
+  choice: string | null;
+  resumed_run_id: string | null;
+  expires_at: string | null;
+  created_at: string;
+  link?: string;
+}
+
+export interface Trigger {
+  id: string;
+  kind: "cron" | "webhook";
+  name: string;
+  enabled: boolean;
+  cron: string | null;
+  timezone: string;
+  catch_up: "latest" | "skip" | "all";
+  inputs: Record<string, unknown>;
+  input_map: Record<string, string>;
+  secret_name: string | null;
+  url?: string;
+}
+
+export interface Firing {
+  id: string;
+  tick: string;
+  run_id: string | null;
+  status: string;
+  error: string | null;
+}
+
+export const humanApi = {
+  waiting: () => request<{ items: HumanRequest[] }>("GET", "/api/v1/human/requests").then((r) => r.items),
+  answer: (id: string, values: Record<string, unknown>, choice: string | null) =>
+    request<{ run_id: string }>("POST", `/api/v1/human/requests/${encodeURIComponent(id)}/answer`, { values, choice }),
+};
+
+export const triggersApi = {
+  list: (slug: string) =>
+    request<{ items: Trigger[] }>("GET", `/api/v1/apps/${encodeURIComponent(slug)}/triggers`).then((r) => r.items),
+  create: (slug: string, body: Partial<Trigger>) =>
+    request<Trigger>("POST", `/api/v1/apps/${encodeURIComponent(slug)}/triggers`, body),
+  update: (id: string, changes: Partial<Trigger>) =>
+    request<Trigger>("PATCH", `/api/v1/triggers/${encodeURIComponent(id)}`, changes),
+  remove: (id: string) => request<void>("DELETE", `/api/v1/triggers/${encodeURIComponent(id)}`),
+  firings: (id: string) =>
+    request<{ items: Firing[] }>("GET", `/api/v1/triggers/${encodeURIComponent(id)}/firings`).then((r) => r.items),
+};
+
+/** A form field's text as the value its type asks for (the server checks it again). */
+export function fieldValue(type: FieldType, text: string): unknown {
+  if (type === "boolean") return text === "true";
+  if (type === "integer" || type === "number") {
+    const n = Number(text);
+    return text.trim() === "" || Number.isNaN(n) ? text : n;
+  }
+  return text;
+}
