@@ -7,6 +7,8 @@ import { topLevel } from "./iterations";
 import { ganttLayout, overlaps } from "./gantt";
 import type { ChatMessage, ChatSetup, FormValues, InputField } from "./inputs";
 import { JsonViewer } from "./JsonViewer";
+import { asTable, tableOfMessage } from "./table";
+import { TableMessages, TableView } from "./TableView";
 import { ChartsOf } from "../charts/ChartView";
 import { streamedText, type NodeView, type RunPhase, type RunState } from "./runState";
 import type { RunRecord } from "./types";
@@ -357,6 +359,8 @@ export function NodeInspector({
 }) {
   const streamed = streamedText(node);
   const usage = node.usage;
+  const outputTable = node.hasOutput ? asTable(node.output) : null;
+  const messages = node.messages.filter((m) => tableOfMessage(m) === null);
   return (
     <div className="dw-inspector" data-testid="debug-inspector">
       <div className="dw-inspector-head">
@@ -447,6 +451,7 @@ export function NodeInspector({
       ) : (
         <>
         {node.hasOutput && <ChartsOf value={node.output} testId="debug-output-charts" />}
+        {outputTable && <TableView table={outputTable} testId="debug-output-table" />}
         <JsonViewer
           value={node.hasOutput ? node.output : undefined}
           testId="debug-output"
@@ -465,11 +470,12 @@ export function NodeInspector({
         value={node.inputs ?? undefined}
         empty={node.status === "reused" ? "Not recorded for a reused node." : "–"}
       />
-      {node.messages.length > 0 && (
+      <TableMessages messages={node.messages} />
+      {messages.length > 0 && (
         <>
           <h4>Messages</h4>
           <ul className="dw-messages">
-            {node.messages.map((m, i) => (
+            {messages.map((m, i) => (
               <li key={i}>
                 <span className="dw-muted">+{formatSeconds(m.t)}</span> <code>{m.kind}</code>{" "}
                 {JSON.stringify(m.data)}
