@@ -201,6 +201,8 @@ class TriggerService:
             if trigger is None:
                 raise NotFoundError(f"no trigger {trigger_id!r}")
             for name, value in changes.items():
+                if value is None and name not in ("cron", "secret_name"):
+                    raise TriggerError(f"{name} cannot be null")
                 setattr(trigger, name, value)
             self._check(trigger)
             if trigger.kind == "cron" and ("enabled" in changes or "cron" in changes):
@@ -331,7 +333,7 @@ class TriggerService:
                 )
         try:
             parsed = json.loads(body) if body else {}
-        except ValueError:
+        except (ValueError, RecursionError):  # RecursionError: nesting too deep to read
             raise InputError("the webhook body is not JSON") from None
         inputs = webhook_inputs(trigger, parsed)
         tick = utcnow()

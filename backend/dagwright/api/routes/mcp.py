@@ -6,12 +6,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from dagwright.api.routes.access import Admin, app_for_key
 from dagwright.api.state import Services, services
+from dagwright.secrets import check_secret_name
 from dagwright.store.models import App
 
 if TYPE_CHECKING:
@@ -57,6 +58,11 @@ class McpServerIn(BaseModel):
     url: str | None = None
     command: list[str] = Field(default_factory=list)
     token_secret: str | None = None
+
+    @field_validator("token_secret")
+    @classmethod
+    def _secret(cls, name: str | None) -> str | None:
+        return None if name is None else check_secret_name(name)
 
 
 @router.post("/mcp/tools", dependencies=[Admin])
