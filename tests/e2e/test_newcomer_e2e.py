@@ -263,3 +263,31 @@ def test_papercuts(page: Page, server: LiveServer) -> None:
     expect(page.get_by_test_id("node-out-status")).to_have_attribute("title", "succeeded")
     viewer = page.locator(".dw-json-string", has_text="you said hello").first
     expect(viewer).to_have_text('"you said hello"')
+
+
+def test_autotqa_offline_says_what_the_scripted_model_knows(page: Page, server: LiveServer) -> None:
+    """Finding 2: offline, the page says the scripted model knows only the demo questions and
+    offers them; another question is refused at once (no rounds); the sources and tables, and
+    a table's columns, are shown."""
+    page.goto("/#/tqa")
+    notice = page.get_by_test_id("tqa-scripted")
+    expect(notice).to_contain_text("scripted")
+    known = page.get_by_test_id("tqa-known-question")
+    expect(known.filter(has_text="What is the year-end bonus for Tom?")).to_have_count(1)
+
+    page.get_by_test_id("tqa-question").fill("How many customers churned last year?")
+    page.get_by_test_id("tqa-ask").click()
+    error = page.get_by_test_id("tqa-error")
+    expect(error).to_contain_text("scripted_question_unknown")
+    expect(error).to_contain_text("What is the year-end bonus for Tom?")
+    expect(
+        page.get_by_test_id("tqa-conversations").locator("[data-testid^=tqa-conv-]")
+    ).to_have_count(0)
+
+    schema = page.get_by_test_id("tqa-schema")
+    expect(schema.locator("[data-testid^=tqa-source-]").first).to_be_visible()
+    schema.locator("[data-testid^=tqa-table-]").first.click()
+    expect(page.get_by_test_id("tqa-columns")).to_be_visible()
+
+    known.filter(has_text="What is the year-end bonus for Tom?").click()
+    expect(page.get_by_test_id("tqa-question")).to_have_value("What is the year-end bonus for Tom?")

@@ -33,6 +33,7 @@ from dagwright.api.routes import (
     runs,
     templates,
     tqa,
+    tqa_guide,
     triggers,
 )
 from dagwright.api.settings import ServerSettings
@@ -84,6 +85,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         human,
         templates,
         drafts,
+        tqa_guide,
     ):
         app.include_router(module.router)
 

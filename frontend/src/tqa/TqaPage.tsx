@@ -10,6 +10,8 @@ import { askStream, tqaApi } from "./api";
 import { conversationReducer, initialConversation, statusText } from "./conversation";
 import { ConversationView, ScriptedLabel } from "./ConversationView";
 import { DatasetsPanel } from "./DatasetsPanel";
+import { SchemaBrowser } from "./SchemaBrowser";
+import { ScriptedNotice } from "./ScriptedNotice";
 import type { AskBody, ConversationSummary, SchedulerKind, TqaDataset } from "./types";
 import "./tqa.css";
 
@@ -152,6 +154,7 @@ export function TqaPage({ conversationId }: { conversationId: string | null }) {
       <div className="tqa-layout">
         <aside className="tqa-side">
           <AskForm onAsk={ask} asking={asking} onStop={stop} datasetsVersion={datasetsVersion} />
+          <SchemaBrowser />
           <ConversationList version={listVersion} current={state.id ?? conversationId} onOpen={open} />
         </aside>
         <main className="tqa-main">
@@ -250,6 +253,7 @@ export function AskForm({
         submit();
       }}
     >
+      <ScriptedNotice onPick={setQuestion} />
       <div className="field">
         <label className="field-title" htmlFor="tqa-question">
           Question

@@ -25,6 +25,7 @@ from dagwright.api.routes.access import Admin
 from dagwright.api.schemas import Paging
 from dagwright.api.state import Services, services
 from dagwright.api.streaming import sse
+from dagwright.services.scripted_guide import refuse_unscripted
 from dagwright.tqa.conversation import AskRequest, Turn
 
 router = APIRouter(prefix="/api/v1/tqa", tags=["tqa"], dependencies=[Admin])
@@ -121,6 +122,9 @@ async def ask(body: AskIn, s: Deps) -> Any:
     server-sent events (`conversation`, one `turn` per turn, then `result`). `async: true`:
     202 with the conversation id to poll at GET /api/v1/tqa/conversations/{id}."""
     request = AskRequest.model_validate(body.model_dump(exclude={"stream", "async_"}))
+    # The offline demo's script knows a few questions: any other is refused now, not after
+    # every round of scripted replies that make no sense for it.
+    refuse_unscripted(s.gateway.settings, request.question)
     await s.tqa.ensure_published()
     if body.async_:
         conversation_id = await s.tqa.ask_background(request)
