@@ -5,6 +5,7 @@ import { TqaPage } from "./tqa/TqaPage";
 import { EvaluationsPage } from "./evaluations/EvaluationsPage";
 import { TriggersPage } from "./integrations/TriggersPage";
 import { WaitingPage } from "./integrations/WaitingPage";
+import { InterfacesPage } from "./interfaces/InterfacesPage";
 import { ADMIN_TOKEN_EVENT, adminToken, setAdminToken } from "./api/http";
 import { useRoute } from "./router";
 import { ErrorBoundary } from "./ui/ErrorBoundary";
@@ -24,6 +25,8 @@ export function App() {
           <EvaluationsPage evaluationId={route.evaluation} />
         ) : route.page === "waiting" ? (
           <WaitingPage />
+        ) : route.page === "interfaces" ? (
+          <InterfacesPage source={route.source} />
         ) : route.page === "triggers" ? (
           <TriggersPage slug={route.slug} />
         ) : (

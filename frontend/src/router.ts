@@ -1,5 +1,5 @@
 // Hash routing (#/, #/apps/<slug>, #/apps/<slug>/v/<number>, #/apps/<slug>/triggers, #/waiting, #/tqa, #/tqa/<conversation id>,
-// #/evaluations, #/evaluations/<id>):
+// #/evaluations, #/evaluations/<id>, #/interfaces, #/interfaces/<source>):
 // the server serves index.html at / only, and a reload keeps the route. A leave guard (unsaved
 // work) is asked before any in-app navigation, including the browser's back button.
 
@@ -11,6 +11,7 @@ export type Route =
   | { page: "tqa"; conversation: string | null }
   | { page: "evaluations"; evaluation: string | null }
   | { page: "waiting" }
+  | { page: "interfaces"; source: string | null }
   | { page: "triggers"; slug: string };
 
 export function parseRoute(hash: string): Route {
@@ -20,6 +21,8 @@ export function parseRoute(hash: string): Route {
   const t = /^\/tqa(?:\/([^/?]+))?\/?$/.exec(path);
   if (t) return { page: "tqa", conversation: t[1] ? decodeURIComponent(t[1]) : null };
   if (/^\/waiting\/?$/.test(path)) return { page: "waiting" };
+  const i = /^\/interfaces(?:\/([^/?]+))?\/?$/.exec(path);
+  if (i) return { page: "interfaces", source: i[1] ? decodeURIComponent(i[1]) : null };
   const g = /^\/apps\/([^/?]+)\/triggers\/?$/.exec(path);
   if (g) return { page: "triggers", slug: decodeURIComponent(g[1]) };
   const m = /^\/apps\/([^/?]+)(?:\/v\/(\d+))?\/?$/.exec(path);
@@ -31,6 +34,7 @@ export function routeHash(route: Route): string {
   if (route.page === "apps") return "#/";
   if (route.page === "tqa") return route.conversation ? `#/tqa/${encodeURIComponent(route.conversation)}` : "#/tqa";
   if (route.page === "waiting") return "#/waiting";
+  if (route.page === "interfaces") return route.source ? `#/interfaces/${encodeURIComponent(route.source)}` : "#/interfaces";
   if (route.page === "triggers") return `#/apps/${encodeURIComponent(route.slug)}/triggers`;
   if (route.page === "evaluations") return route.evaluation ? `#/evaluations/${encodeURIComponent(route.evaluation)}` : "#/evaluations";
   return `#/apps/${encodeURIComponent(route.slug)}${route.version ? `/v/${route.version}` : ""}`;

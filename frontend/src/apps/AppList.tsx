@@ -118,6 +118,9 @@ export function AppList() {
         <a className="btn" href="#/evaluations" data-testid="nav-evaluations" title="Datasets, evaluations, reports">
           Evaluations
         </a>
+        <a className="btn" href="#/interfaces" data-testid="nav-interfaces" title="Data-Copilot's interfaces per data source: review, edit, delete">
+          Interfaces
+        </a>
         <a className="btn" href="#/waiting" data-testid="nav-waiting" title="Runs paused at a human_input node, waiting for an answer">
           Waiting for you
         </a>
