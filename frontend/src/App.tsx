@@ -6,6 +6,7 @@ import { EvaluationsPage } from "./evaluations/EvaluationsPage";
 import { TriggersPage } from "./integrations/TriggersPage";
 import { WaitingPage } from "./integrations/WaitingPage";
 import { InterfacesPage } from "./interfaces/InterfacesPage";
+import { ExamplesPage } from "./examples/ExamplesPage";
 import { ADMIN_TOKEN_EVENT, adminToken, setAdminToken } from "./api/http";
 import { useRoute } from "./router";
 import { ErrorBoundary } from "./ui/ErrorBoundary";
@@ -29,6 +30,8 @@ export function App() {
           <InterfacesPage source={route.source} />
         ) : route.page === "triggers" ? (
           <TriggersPage slug={route.slug} />
+        ) : route.page === "examples" ? (
+          <ExamplesPage />
         ) : (
           <AppList />
         )}

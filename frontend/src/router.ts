@@ -1,5 +1,5 @@
 // Hash routing (#/, #/apps/<slug>, #/apps/<slug>/v/<number>, #/apps/<slug>/triggers, #/waiting, #/tqa, #/tqa/<conversation id>,
-// #/evaluations, #/evaluations/<id>, #/interfaces, #/interfaces/<source>):
+// #/evaluations, #/evaluations/<id>, #/interfaces, #/interfaces/<source>, #/examples):
 // the server serves index.html at / only, and a reload keeps the route. A leave guard (unsaved
 // work) is asked before any in-app navigation, including the browser's back button.
 
@@ -12,7 +12,8 @@ export type Route =
   | { page: "evaluations"; evaluation: string | null }
   | { page: "waiting" }
   | { page: "interfaces"; source: string | null }
-  | { page: "triggers"; slug: string };
+  | { page: "triggers"; slug: string }
+  | { page: "examples" };
 
 export function parseRoute(hash: string): Route {
   const path = hash.replace(/^#/, "");
@@ -21,6 +22,7 @@ export function parseRoute(hash: string): Route {
   const t = /^\/tqa(?:\/([^/?]+))?\/?$/.exec(path);
   if (t) return { page: "tqa", conversation: t[1] ? decodeURIComponent(t[1]) : null };
   if (/^\/waiting\/?$/.test(path)) return { page: "waiting" };
+  if (/^\/examples\/?$/.test(path)) return { page: "examples" };
   const i = /^\/interfaces(?:\/([^/?]+))?\/?$/.exec(path);
   if (i) return { page: "interfaces", source: i[1] ? decodeURIComponent(i[1]) : null };
   const g = /^\/apps\/([^/?]+)\/triggers\/?$/.exec(path);
@@ -34,6 +36,7 @@ export function routeHash(route: Route): string {
   if (route.page === "apps") return "#/";
   if (route.page === "tqa") return route.conversation ? `#/tqa/${encodeURIComponent(route.conversation)}` : "#/tqa";
   if (route.page === "waiting") return "#/waiting";
+  if (route.page === "examples") return "#/examples";
   if (route.page === "interfaces") return route.source ? `#/interfaces/${encodeURIComponent(route.source)}` : "#/interfaces";
   if (route.page === "triggers") return `#/apps/${encodeURIComponent(route.slug)}/triggers`;
   if (route.page === "evaluations") return route.evaluation ? `#/evaluations/${encodeURIComponent(route.evaluation)}` : "#/evaluations";

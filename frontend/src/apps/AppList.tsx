@@ -115,6 +115,9 @@ export function AppList() {
         <a className="btn" href="#/tqa" data-testid="nav-tqa" title="Ask questions over the data sources' tables (AutoTQA)">
           Ask your tables
         </a>
+        <a className="btn" href="#/examples" data-testid="nav-examples" title="Few-shot example namespaces: upload, search, delete">
+          Examples
+        </a>
         <a className="btn" href="#/evaluations" data-testid="nav-evaluations" title="Datasets, evaluations, reports">
           Evaluations
         </a>
