@@ -291,3 +291,34 @@ def test_autotqa_offline_says_what_the_scripted_model_knows(page: Page, server: 
 
     known.filter(has_text="What is the year-end bonus for Tom?").click()
     expect(page.get_by_test_id("tqa-question")).to_have_value("What is the year-end bonus for Tom?")
+
+
+def test_the_examples_page_uploads_searches_and_deletes(
+    page: Page, server: LiveServer, tmp_path: Path
+) -> None:
+    """The embedding service's page: make a namespace, upload a CSV with a progress bar,
+    search with scores, delete an example, then the namespace."""
+    page.on("dialog", lambda dialog: dialog.accept())
+    rows = ["question,sql"] + [f'"How many orders in month {m}?",SELECT {m}' for m in range(1, 31)]
+    data = tmp_path / "shots.csv"
+    data.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    page.goto("/")
+    page.get_by_test_id("nav-examples").click()
+    page.get_by_test_id("ns-name").fill("shots")
+    page.get_by_test_id("ns-create").click()
+    expect(page.get_by_test_id("ns-view-shots")).to_be_visible()
+    page.get_by_test_id("examples-file").set_input_files(str(data))
+    expect(page.get_by_test_id("examples-progress-text")).to_have_text("30 / 30")
+    expect(page.get_by_test_id("example")).to_have_count(30)
+    page.get_by_test_id("examples-query").fill("How many orders in month 7?")
+    page.get_by_test_id("examples-search").click()
+    hits = page.get_by_test_id("examples-hit")
+    expect(hits).to_have_count(5)
+    expect(hits.first).to_contain_text("month 7?")
+    score = float(page.get_by_test_id("examples-score").first.inner_text())
+    assert 0 < score <= 1.0001
+    page.get_by_test_id("example").first.get_by_role("button", name="Delete").click()
+    expect(page.get_by_test_id("example")).to_have_count(29)
+    page.get_by_test_id("ns-delete").click()
+    expect(page.get_by_test_id("ns-shots")).to_have_count(0)
+    assert httpx.get(f"{server.base_url}/api/v1/namespaces/shots").status_code == 404
