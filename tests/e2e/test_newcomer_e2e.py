@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import re
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
+import pytest
 from playwright.sync_api import Browser, Page, expect
 
-from support.server import LiveServer
+from support.server import LiveServer, live_server
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from editor_open import big_flow
@@ -322,3 +324,35 @@ def test_the_examples_page_uploads_searches_and_deletes(
     page.get_by_test_id("ns-delete").click()
     expect(page.get_by_test_id("ns-shots")).to_have_count(0)
     assert httpx.get(f"{server.base_url}/api/v1/namespaces/shots").status_code == 404
+
+
+TOKEN = "e2e-admin-token"
+
+
+@pytest.fixture(scope="module")
+def guarded(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+    with live_server("sqlite", tmp_path_factory.mktemp("guarded"), admin_token=TOKEN) as running:
+        yield running
+
+
+def test_run_works_behind_an_admin_token(browser: Browser, guarded: LiveServer) -> None:
+    """Finding 1: with the admin token given in the editor, the debug panel's Run works."""
+    headers = {"Authorization": f"Bearer {TOKEN}"}
+    base = guarded.base_url
+    httpx.post(f"{base}/api/v1/apps", json={"slug": "guarded", "name": "g"}, headers=headers)
+    saved = httpx.post(
+        f"{base}/api/v1/apps/guarded/versions",
+        json={"flow": echo_flow(), "note": "e2e"},
+        headers=headers,
+    )
+    saved.raise_for_status()
+    context = browser.new_context(base_url=base, viewport={"width": 1440, "height": 900})
+    try:
+        context.add_init_script(f"localStorage.setItem('dagwright.adminToken', '{TOKEN}')")
+        page = context.new_page()
+        page.goto("/#/apps/guarded")
+        page.get_by_test_id("debug-input-q").fill("hello")
+        page.get_by_test_id("run").click()
+        expect(page.get_by_test_id("node-out-status")).to_have_attribute("title", "succeeded")
+    finally:
+        context.close()
