@@ -4,6 +4,7 @@ its fix."""
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from collections.abc import Iterator
@@ -17,6 +18,14 @@ from support.server import LiveServer, live_server
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
 from editor_open import big_flow
+
+DOCS_SCREENSHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+
+
+def shot(page: Page, name: str) -> None:
+    """With DAGWRIGHT_UPDATE_SCREENSHOTS=1, the screen replaces docs/screenshots/<name>.png."""
+    if os.environ.get("DAGWRIGHT_UPDATE_SCREENSHOTS") == "1":
+        page.screenshot(path=str(DOCS_SCREENSHOTS / f"{name}.png"))
 
 
 def make_app(server: LiveServer, slug: str, flow: dict[str, object] | None = None) -> None:
@@ -37,6 +46,7 @@ def test_a_large_flow_zoomed_out_is_drawn_as_boxes(page: Page, server: LiveServe
     canvas = page.get_by_test_id("canvas")
     expect(page.locator(".react-flow__node")).to_have_count(150)
     expect(canvas).to_have_class(re.compile(r"\blod-far\b"))
+    shot(page, "large-flow")
     title = page.get_by_test_id("node-t5_3").locator(".dw-node-head")
     assert title.evaluate("e => getComputedStyle(e).visibility") == "hidden"
     page.get_by_test_id("node-t5_3").click()
@@ -166,6 +176,7 @@ def test_the_model_form_puts_the_prompt_and_model_first(page: Page, server: Live
     picker = page.get_by_test_id("config-model-picker")
     expect(picker.locator("option", has_text="scripted answers, not a model")).to_have_count(2)
     expect(page.get_by_test_id("model-picker-scripted")).to_be_visible()
+    shot(page, "llm-form")
     picker.select_option(index=1)
     expect(page.get_by_test_id("config-temperature")).to_be_hidden()
     page.get_by_test_id("config-advanced").locator("summary").click()
@@ -181,6 +192,7 @@ def test_a_template_makes_an_app_in_one_click(page: Page, server: LiveServer) ->
     expect(card.locator("svg.template-preview rect")).to_have_count(3)
     expect(page.get_by_test_id("template-autotqa-planner")).to_be_visible()
     expect(page.get_by_test_id("template-methods-mac_sql-bird")).to_be_visible()
+    shot(page, "templates")
     card.click()
     expect(page.locator(".react-flow__node")).to_have_count(3)
     slug = page.url.split("#/apps/")[1].split("/")[0]
@@ -221,6 +233,7 @@ def test_publish_offers_to_save_the_canvas_first_with_its_diff(
     page.get_by_test_id("config-template").fill("you wrote {{ x }}")
     page.get_by_test_id("publish").click()
     expect(page.get_by_test_id("publish-diff")).to_contain_text("changed: t")
+    shot(page, "publish-diff")
     page.get_by_test_id("save-and-publish").click()
     expect(page.get_by_test_id("publish-status")).to_contain_text("Published version 2")
     expect(page.locator("[data-testid^=toast-]")).to_have_count(0)
@@ -290,6 +303,7 @@ def test_autotqa_offline_says_what_the_scripted_model_knows(page: Page, server: 
     expect(schema.locator("[data-testid^=tqa-source-]").first).to_be_visible()
     schema.locator("[data-testid^=tqa-table-]").first.click()
     expect(page.get_by_test_id("tqa-columns")).to_be_visible()
+    shot(page, "autotqa-offline")
 
     known.filter(has_text="What is the year-end bonus for Tom?").click()
     expect(page.get_by_test_id("tqa-question")).to_have_value("What is the year-end bonus for Tom?")
@@ -319,6 +333,7 @@ def test_the_examples_page_uploads_searches_and_deletes(
     expect(hits.first).to_contain_text("month 7?")
     score = float(page.get_by_test_id("examples-score").first.inner_text())
     assert 0 < score <= 1.0001
+    shot(page, "examples")
     page.get_by_test_id("example").first.get_by_role("button", name="Delete").click()
     expect(page.get_by_test_id("example")).to_have_count(29)
     page.get_by_test_id("ns-delete").click()

@@ -8,10 +8,10 @@ const ICONS: Record<string, string> = {
   input: "⇥",
   output: "⇤",
   data_process: "⚙",
-  condition: "⑂",
+  condition: "◆",
   llm: "✦",
   invoke: "↗",
-  tool: "🛠",
+  tool: "⚒",
 };
 
 const ACRONYMS = new Set(["llm", "json", "sql", "http", "api", "url", "csv", "mcp", "qa", "id"]);
