@@ -177,8 +177,11 @@ class LLMGateway:
         secrets: Secrets | None = None,
         recorder: Recorder | None = None,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
+        plays_default_script: bool = False,
     ) -> None:
         self.settings = settings
+        # No provider configured: the project's own demo script answers (model_access says so).
+        self.plays_default_script = plays_default_script
         self._secrets = secrets
         self._recorder = recorder
         self._sleep = sleep

@@ -68,7 +68,12 @@ def model_access(
         if server is not None:
             settings = redirect_to(settings, server.base_url)
         recorder = Recorder(record) if record is not None else None
-        yield LLMGateway(settings, secrets=secrets or EnvSecrets(), recorder=recorder)
+        yield LLMGateway(
+            settings,
+            secrets=secrets or EnvSecrets(),
+            recorder=recorder,
+            plays_default_script=replay is None and script is not None,
+        )
     finally:
         if server is not None:
             server.stop()

@@ -12,7 +12,7 @@ import re
 from functools import cache
 
 from dagwright.errors import InputError
-from dagwright.llm.providers import SCRIPTED, ProviderSettings, settings_from_environment
+from dagwright.llm.gateway import LLMGateway
 from dagwright.llm.scripted.script import default_script
 
 # The text-to-SQL tool's rules name the exact question they answer: "...Question: <q>\?".
@@ -30,13 +30,10 @@ class UnscriptedQuestionError(InputError):
         return {**super().to_dict(), "questions": self.questions}
 
 
-def is_offline_demo(settings: ProviderSettings) -> bool:
-    """No provider configured: the process answers with the default script. (A dagwright.toml
-    naming a scripted server, as the tests' does, plays another script: not this one.)"""
-    only = list(settings.providers.values())
-    if not (len(only) == 1 and only[0].name == SCRIPTED and only[0].scripted):
-        return False
-    return settings_from_environment().is_empty
+def is_offline_demo(gateway: LLMGateway) -> bool:
+    """No provider configured: the process answers with the default script (a dagwright.toml
+    naming a scripted server, as the tests' does, plays another script: not this one)."""
+    return gateway.plays_default_script
 
 
 @cache
@@ -56,9 +53,9 @@ def _same(a: str, b: str) -> bool:
     return " ".join(a.split()) == " ".join(b.split())
 
 
-def refuse_unscripted(settings: ProviderSettings, question: str) -> None:
+def refuse_unscripted(gateway: LLMGateway, question: str) -> None:
     """Raises UnscriptedQuestionError when the offline demo has no script for `question`."""
-    if not is_offline_demo(settings):
+    if not is_offline_demo(gateway):
         return
     known = demo_questions()
     if any(_same(question, q) for q in known):

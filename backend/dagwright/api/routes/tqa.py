@@ -124,7 +124,7 @@ async def ask(body: AskIn, s: Deps) -> Any:
     request = AskRequest.model_validate(body.model_dump(exclude={"stream", "async_"}))
     # The offline demo's script knows a few questions: any other is refused now, not after
     # every round of scripted replies that make no sense for it.
-    refuse_unscripted(s.gateway.settings, request.question)
+    refuse_unscripted(s.gateway, request.question)
     await s.tqa.ensure_published()
     if body.async_:
         conversation_id = await s.tqa.ask_background(request)

@@ -27,7 +27,7 @@ class TqaModelOut(BaseModel):
 @router.get("/model", response_model=TqaModelOut)
 async def tqa_model(s: Deps) -> TqaModelOut:
     settings = s.gateway.settings
-    demo = is_offline_demo(settings)
+    demo = is_offline_demo(s.gateway)
     return TqaModelOut(
         scripted=bool(settings.providers) and all(p.scripted for p in settings.providers.values()),
         offline_demo=demo,
