@@ -89,3 +89,12 @@ def test_the_mcp_endpoint_needs_the_apps_key(api: Api, server: LiveServer) -> No
     assert anonymous.json()["error"]["code"] == "api_key_required"
     wrong = httpx.post(url, json=body, headers={"Authorization": f"Bearer {other_key}"})
     assert wrong.status_code == 403
+
+
+def test_the_endpoint_is_stateless_post_only(api: Api, server: LiveServer) -> None:
+    # No idle event stream held open by a GET, no session to DELETE: 405, as MCP allows.
+    url = f"{server.base_url}/api/v1/apps/anything/mcp"
+    for method in ("GET", "DELETE"):
+        answer = httpx.request(method, url, timeout=5)
+        assert answer.status_code == 405
+        assert answer.headers["allow"] == "POST"

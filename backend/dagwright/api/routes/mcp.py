@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
+from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
@@ -43,7 +44,10 @@ def _hosting(request: Request, s: Services) -> McpHosting:
     return hosting
 
 
-@router.api_route("/apps/{app}/mcp", methods=["GET", "POST", "DELETE"], response_model=None)
+# POST only: the server is stateless (no session to DELETE) and offers no standalone event
+# stream, for which MCP lets a server answer GET with 405 (a GET would otherwise hold an idle
+# stream open for good).
+@router.post("/apps/{app}/mcp", response_model=None)
 async def app_mcp(app: str, request: Request, s: Deps) -> Response:
     """The app's published version as the one tool of an MCP server: its input ports are the
     tool's input schema, a call is a recorded run (mode `mcp`) whose node events come as
@@ -74,3 +78,14 @@ async def mcp_server_tools(body: McpServerIn, s: Deps) -> dict[str, Any]:
     token = s.secrets.get(body.token_secret) if body.token_secret else None
     target = McpTarget(body.url, tuple(body.command), token)
     return {"tools": await list_tools(target)}
+
+
+@router.api_route("/apps/{app}/mcp", methods=["GET", "DELETE"], include_in_schema=False)
+async def app_mcp_other(app: str) -> JSONResponse:
+    """What MCP asks of a server without a standalone stream or sessions: 405."""
+    message = "this MCP endpoint is stateless: POST only (no event stream, no session)"
+    return JSONResponse(
+        {"error": {"code": "method_not_allowed", "message": message}},
+        status_code=405,
+        headers={"Allow": "POST"},
+    )
