@@ -8,16 +8,14 @@ from __future__ import annotations
 
 import json
 import sqlite3
-import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import httpx
 import openai
 import pytest
 
-from support.probe import HealthProbe, health_probe
+from support.probe import health_probe
 from support.server import (
     Api,
     ServerProcess,
@@ -31,17 +29,6 @@ from support.server import (
 
 SURROGATE = "\\ud800"  # as JSON text: the escape of a lone high surrogate
 JSON = {"Content-Type": "application/json"}
-
-
-@contextmanager
-def probed(base_url: str) -> Iterator[HealthProbe]:
-    """The health probe, already answering when the attack starts (a quick attack on a busy
-    machine could otherwise end before the probe's first request)."""
-    with health_probe(base_url) as probe:
-        waited = time.monotonic() + 10
-        while not probe.latencies and time.monotonic() < waited:
-            time.sleep(0.01)
-        yield probe
 
 
 def typed_flow() -> dict[str, Any]:
@@ -152,7 +139,7 @@ def test_lone_surrogates_are_refused_in_every_kind_of_body(
             "inputs.q\ufffd",  # the name itself, made printable
         ),
     ]
-    with probed(server_process.base_url):
+    with health_probe(server_process.base_url):
         for method, path, body, headers, field in attacks:
             response = api.http.request(
                 method, path, content=body.encode(), headers={**JSON, **headers}
@@ -176,7 +163,7 @@ def test_nul_characters_are_refused_in_bodies_paths_and_queries(
     api: Api, server_process: ServerProcess, echo_key: str
 ) -> None:
     before = runs_total(api)
-    with probed(server_process.base_url):
+    with health_probe(server_process.base_url):
         in_input = post_raw(
             api,
             "/api/v1/apps/poison-echo/run",
@@ -211,7 +198,7 @@ def test_a_run_stored_with_a_lone_surrogate_still_reads(
         connection.execute(
             "UPDATE run_nodes SET output = ? WHERE run_id = ?", (f'"{SURROGATE}x"', run_id)
         )
-    with probed(server_process.base_url):
+    with health_probe(server_process.base_url):
         record = api.get_run(run_id)
         assert record["inputs"] == {"question": "old\ufffd"}
         assert record["outputs"] == {"answer": "\ufffd"}
@@ -232,7 +219,7 @@ def test_json_nesting_bombs_are_422(
 ) -> None:
     bomb = "[" * depth + "]" * depth
     before = runs_total(api)
-    with probed(server_process.base_url):
+    with health_probe(server_process.base_url):
         for method, path, headers in (
             ("POST", "/api/v1/validate", {}),
             ("POST", "/api/v1/apps/poison-typed/run", key_headers(typed_key)),
@@ -267,7 +254,7 @@ def test_a_body_over_the_limit_is_413(api: Api, server_process: ServerProcess) -
         for start in range(0, len(huge), 64 * 1024):
             yield huge[start : start + 64 * 1024]
 
-    with probed(server_process.base_url):
+    with health_probe(server_process.base_url):
         declared = api.http.post("/api/v1/validate", content=huge, headers=JSON)
         assert error_of(declared, 413)["code"] == "payload_too_large"
         streamed = api.http.post("/api/v1/validate", content=chunks(), headers=JSON)
@@ -289,7 +276,7 @@ def test_a_body_over_the_limit_is_413(api: Api, server_process: ServerProcess) -
 def test_offsets_and_limits_are_bounded(
     api: Api, server_process: ServerProcess, echo_key: str, path: str
 ) -> None:
-    with probed(server_process.base_url):
+    with health_probe(server_process.base_url):
         for params in (
             {"offset": str(10**20)},
             {"offset": str(2**63)},
@@ -420,7 +407,7 @@ def test_names_in_the_url_that_cannot_name_anything_are_4xx(
 ) -> None:
     """Two 5xx the fuzzer found: a source name the catalog refuses (a ValueError), and a
     table name SQL cannot even tokenize (an unclosed quote)."""
-    with probed(server_process.base_url):
+    with health_probe(server_process.base_url):
         bad_source = api.http.put("/api/v1/sources/Not%20A%20Name", json={"kind": "memory"})
         assert "cannot name a source" in error_of(bad_source, 422)["message"]
         for table in ('a"b', "x'y", "`z", "a.b.c.d.e"):

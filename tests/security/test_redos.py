@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import httpx
@@ -79,20 +78,9 @@ def json_path_flow(path: str) -> dict[str, Any]:
     )
 
 
-@contextmanager
-def probing(server: ServerProcess) -> Iterator[None]:
-    """support.probe's health probe, entered once it has answered: its thread needs a moment
-    to start (an httpx client), which a quick refusal would not give it."""
-    with health_probe(server.base_url) as probe:
-        deadline = time.monotonic() + 10
-        while not probe.latencies and time.monotonic() < deadline:
-            time.sleep(0.01)
-        yield
-
-
 def timed(server: ServerProcess, request: Any) -> tuple[httpx.Response, float]:
     """The response of `request()`, made while the health probe runs, and its duration."""
-    with probing(server):
+    with health_probe(server.base_url):
         started = time.perf_counter()
         response = request()
         elapsed = time.perf_counter() - started

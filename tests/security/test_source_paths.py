@@ -17,7 +17,6 @@ import json
 import sqlite3
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -25,7 +24,7 @@ from typing import Any
 import httpx
 import pytest
 
-from support.probe import HealthProbe, health_probe
+from support.probe import health_probe
 from support.server import Api, ServerProcess, error_of, subprocess_environment
 
 
@@ -51,19 +50,12 @@ def data_dir(server_process: ServerProcess) -> Path:
     return folder
 
 
-def wait_for_a_probe(probe: HealthProbe) -> None:
-    deadline = time.monotonic() + 10
-    while not probe.latencies and time.monotonic() < deadline:
-        time.sleep(0.01)
-
-
 def put(server: ServerProcess, api: Api, name: str, kind: str, path: str) -> httpx.Response:
     """PUT a source under the health probe."""
-    with health_probe(server.base_url) as probe:
+    with health_probe(server.base_url):
         response = api.http.put(
             f"/api/v1/sources/{name}", json={"kind": kind, "config": {"path": path}}
         )
-        wait_for_a_probe(probe)
     return response
 
 
@@ -156,13 +148,12 @@ def test_a_symlink_planted_in_an_allowed_folder_is_refused_when_read(
     planted[0].symlink_to(data_dir / "secret.key")
     planted[1].symlink_to(data_dir / "dagwright.db")
     try:
-        with health_probe(server_process.base_url) as probe:
+        with health_probe(server_process.base_url):
             for sql in ("SELECT * FROM lake.main.keys", "SELECT * FROM lake.main.deep"):
                 api.http.post("/api/v1/sources/lake/check")  # the folder is listed afresh
                 error = error_of(query(api, sql), 400)
                 assert error["code"] == "source_path_forbidden", error
                 assert "resolves to" in error["message"]
-            wait_for_a_probe(probe)
         # The rest of the folder is still readable.
         assert query(api, "SELECT count(*) AS n FROM lake.main.fish").json()["rows"] == [{"n": 2}]
     finally:
@@ -229,7 +220,7 @@ path = "/etc/passwd"
 def test_the_settings_file_cannot_name_a_forbidden_path(toml_server: ServerProcess) -> None:
     api = toml_server.api()
     try:
-        with health_probe(toml_server.base_url) as probe:
+        with health_probe(toml_server.base_url):
             listed = {s["name"]: s["origin"] for s in api.http.get("/api/v1/sources").json()}
             assert {
                 "ok": "file",
@@ -249,7 +240,6 @@ def test_the_settings_file_cannot_name_a_forbidden_path(toml_server: ServerProce
                 assert error["source"] == name
                 checked = error_of(api.http.post(f"/api/v1/sources/{name}/check"), 400)
                 assert checked["code"] == "source_path_forbidden"
-            wait_for_a_probe(probe)
     finally:
         api.close()
 
