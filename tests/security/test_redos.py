@@ -12,17 +12,14 @@ Before the fix, `(a+)+$` on 'aaaa…!' in regex_extract held the GIL for seconds
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from typing import Any
 
-import httpx
 import pytest
 
-from support.probe import health_probe
+from support.probe import timed
 from support.server import Api, ServerProcess, edge, flow, node
 
-QUICK_S = 5.0  # generous for a loaded machine; the probe's 1 s is the strict check
 HOSTILE = "a" * 100_000 + "!"  # for patterns that backtrack exponentially in Python's re
 
 
@@ -78,21 +75,11 @@ def json_path_flow(path: str) -> dict[str, Any]:
     )
 
 
-def timed(server: ServerProcess, request: Any) -> tuple[httpx.Response, float]:
-    """The response of `request()`, made while the health probe runs, and its duration."""
-    with health_probe(server.base_url):
-        started = time.perf_counter()
-        response = request()
-        elapsed = time.perf_counter() - started
-    assert elapsed < QUICK_S, f"took {elapsed:.1f} s"
-    return response, elapsed
-
-
 def debug_run(
     server: ServerProcess, api: Api, doc: dict[str, Any], inputs: dict[str, Any]
 ) -> tuple[dict[str, Any], float]:
     response, elapsed = timed(
-        server,
+        server.base_url,
         lambda: api.http.post(
             "/api/v1/runs/debug", json={"flow": doc, "inputs": inputs, "stream": False}
         ),
@@ -103,7 +90,9 @@ def debug_run(
 
 
 def validate(server: ServerProcess, api: Api, doc: dict[str, Any]) -> dict[str, Any]:
-    response, _ = timed(server, lambda: api.http.post("/api/v1/validate", json={"flow": doc}))
+    response, _ = timed(
+        server.base_url, lambda: api.http.post("/api/v1/validate", json={"flow": doc})
+    )
     assert response.status_code == 200, response.text
     body: dict[str, Any] = response.json()
     return body
@@ -240,7 +229,7 @@ def test_saving_refuses_a_lookbehind_in_compare(server_process: ServerProcess, a
     api.create_app("redos-save")
     doc = compare_flow(r"(?<=\$)\d+")
     response, _ = timed(
-        server_process,
+        server_process.base_url,
         lambda: api.http.post("/api/v1/apps/redos-save/versions", json={"flow": doc}),
     )
     assert response.status_code == 422, response.text

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import httpx
+
+R = TypeVar("R")
 
 # What "the server stayed responsive" means: every probe answered within this.
 PROBE_LIMIT_S = 1.0
@@ -63,3 +66,19 @@ def health_probe(base_url: str, limit_s: float = PROBE_LIMIT_S) -> Iterator[Heal
     assert probe.latencies, "the health probe never ran"
     assert not probe.failures, probe.failures
     assert probe.worst < limit_s, f"a health probe waited {probe.worst:.2f} s (limit {limit_s})"
+
+
+# How long a refused attack may take at most; the probe's 1 s is the strict check, this one is
+# generous for a loaded machine.
+QUICK_S = 5.0
+
+
+def timed(base_url: str, request: Callable[[], R]) -> tuple[R, float]:
+    """The answer of `request()`, made while the health probe runs, and how long it took
+    (asserted under QUICK_S)."""
+    with health_probe(base_url):
+        started = time.perf_counter()
+        response = request()
+        elapsed = time.perf_counter() - started
+    assert elapsed < QUICK_S, f"took {elapsed:.1f} s"
+    return response, elapsed
