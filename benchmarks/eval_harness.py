@@ -53,7 +53,7 @@ async def services(folder: Path) -> AsyncIterator[Any]:
     from dagwright.services.data_sources import DataSourceService
     from dagwright.services.datasets import DatasetService
     from dagwright.services.evaluations import EvaluationService
-    from dagwright.services.runs import RunService
+    from dagwright.services.runs.service import RunService
     from dagwright.services.secret_store import DatabaseSecrets
     from dagwright.store.db import make_engine, migrate
 

@@ -17,7 +17,7 @@ from dagwright.registry import Registry
 from dagwright.runtime import Executor, ExecutorOptions, FlowInvalidError
 from dagwright.services.apps import AppService
 from dagwright.services.invoke import InProcessInvoker
-from dagwright.services.runs import RunService
+from dagwright.services.runs.service import RunService
 from support import blocks as test_blocks
 from support.database import DATABASES, clear, migrated_engine
 from support.flows import edge, node

@@ -18,7 +18,7 @@ from dagwright.services.apps import AppService
 from dagwright.services.data_sources import DataSourceService
 from dagwright.services.datasets import DatasetService
 from dagwright.services.evaluations import EvaluationService
-from dagwright.services.runs import RunService
+from dagwright.services.runs.service import RunService
 from dagwright.services.secret_store import DatabaseSecrets
 from dagwright.tabular import TableAccess
 from support.database import migrated_engine

@@ -20,9 +20,9 @@ from sqlalchemy import Engine, select, text
 from sqlmodel import Session
 
 from dagwright.runtime import CompiledFlow, Executor
-from dagwright.services.replicas import REPLICAS, ReplicaLease, pid_alive
-from dagwright.services.run_writer import RUN_NODES, WriterStoppedError
-from dagwright.services.runs import RunService
+from dagwright.services.runs.replicas import REPLICAS, ReplicaLease, pid_alive
+from dagwright.services.runs.service import RunService
+from dagwright.services.runs.writer import RUN_NODES, WriterStoppedError
 from dagwright.store.models import Replica, Run, utcnow
 from support.database import clear
 from support.flows import compiled, edge, node

@@ -22,13 +22,9 @@ import dagwright.blocks.input as io_blocks
 from dagwright.errors import ConflictError, InputError, NotFoundError
 from dagwright.registry import NodeContext, Registry, block
 from dagwright.runtime import CompiledFlow, Executor, ExecutorOptions
-from dagwright.services.run_writer import RUN_NODES, RunWriter, WriterStoppedError
-from dagwright.services.runs import (
-    MAX_VALUE_BYTES,
-    PREVIEW_BYTES,
-    RunService,
-    json_value,
-)
+from dagwright.services.runs.records import MAX_VALUE_BYTES, PREVIEW_BYTES, json_value
+from dagwright.services.runs.service import RunService
+from dagwright.services.runs.writer import RUN_NODES, RunWriter, WriterStoppedError
 from dagwright.store.models import App, Replica, Run, Version, utcnow
 from support import blocks as test_blocks
 from support.blocks import Greeter

@@ -17,7 +17,7 @@ from dagwright.registry import Registry
 from dagwright.runtime import Executor
 from dagwright.secrets import EnvSecrets
 from dagwright.services.apps import AppService
-from dagwright.services.runs import RunService
+from dagwright.services.runs.service import RunService
 from dagwright.services.triggers import TriggerService
 from dagwright.store.trigger_models import Trigger, TriggerFiring
 from support.database import DATABASES, migrated_engine

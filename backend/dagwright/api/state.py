@@ -28,7 +28,7 @@ from dagwright.services.endpoints import EndpointResolver
 from dagwright.services.human import HumanInbox, HumanService
 from dagwright.services.invoke import InProcessInvoker
 from dagwright.services.keys import KeyService
-from dagwright.services.runs import RunService
+from dagwright.services.runs.service import RunService
 from dagwright.services.secret_store import DatabaseSecrets, master_key_from
 from dagwright.services.triggers import TriggerService
 from dagwright.store.db import database_url, make_engine, migrate

@@ -11,7 +11,8 @@ from fastapi.sse import format_sse_event
 from pydantic_core import PydanticSerializationError, to_json, to_jsonable_python
 
 from dagwright.api.jsontext import dumps
-from dagwright.services.runs import LiveRun, RunRecord
+from dagwright.services.runs.recorder import LiveRun
+from dagwright.services.runs.records import RunRecord
 
 
 def jsonable(value: Any) -> Any:

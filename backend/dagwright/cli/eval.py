@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from dagwright.services.evaluation_gates import GateService
     from dagwright.services.evaluations import EvaluationService
     from dagwright.services.feedback import FeedbackService
-    from dagwright.services.runs import RunService
+    from dagwright.services.runs.service import RunService
 
 T = TypeVar("T")
 
@@ -160,7 +160,7 @@ async def _local(
     from dagwright.services.evaluations import EvaluationService
     from dagwright.services.feedback import FeedbackService
     from dagwright.services.invoke import InProcessInvoker
-    from dagwright.services.runs import RunService
+    from dagwright.services.runs.service import RunService
     from dagwright.services.secret_store import DatabaseSecrets, master_key_from
     from dagwright.store.db import data_directory, database_url, make_engine, migrate
     from dagwright.tabular import TableAccess

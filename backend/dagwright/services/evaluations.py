@@ -35,7 +35,7 @@ from dagwright.store.models import utcnow
 if TYPE_CHECKING:
     from dagwright.runtime import CompiledFlow
     from dagwright.services.apps import AppService
-    from dagwright.services.runs import RunService
+    from dagwright.services.runs.service import RunService
     from dagwright.store.models import Version
 
 EXAMPLE_FIELDS = ("question", "table", "tables", "db_id", "id")

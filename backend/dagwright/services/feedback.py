@@ -18,7 +18,7 @@ from dagwright.store.evaluation_models import RunFeedback
 if TYPE_CHECKING:
     from dagwright.embedding.service import ExampleStore
     from dagwright.services.apps import AppService
-    from dagwright.services.runs import RunRecord
+    from dagwright.services.runs.records import RunRecord
 
 FEEDBACK_EMBEDDER = "hashing"
 

@@ -25,7 +25,8 @@ from sqlmodel import Session
 from dagwright.errors import ConflictError, DagwrightError, InputError, NotFoundError
 from dagwright.runtime.executor import ReusedOutput
 from dagwright.services.apps import AppService
-from dagwright.services.runs import WAITING_FOR_HUMAN, LiveRun, RunService
+from dagwright.services.runs.recorder import WAITING_FOR_HUMAN, LiveRun
+from dagwright.services.runs.service import RunService
 from dagwright.store.human_models import HumanRequest
 from dagwright.store.models import utcnow
 from dagwright.telemetry.context import TraceParent, span_id_for, trace_id_for
@@ -64,7 +65,7 @@ class HumanInbox:
         form: dict[str, Any],
         timeout_s: float | None,
     ) -> HumanRequest:
-        from dagwright.services.run_writer import RUNS
+        from dagwright.services.runs.writer import RUNS
 
         with Session(self.engine) as session:
             app_id = session.execute(
@@ -214,7 +215,7 @@ class HumanService:
         return live
 
     def _resumed(self, request_id: str, waiting_run_id: str, run_id: str) -> None:
-        from dagwright.services.run_writer import RUNS
+        from dagwright.services.runs.writer import RUNS
 
         with Session(self.engine) as session:
             session.execute(

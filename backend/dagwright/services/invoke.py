@@ -11,7 +11,7 @@ from dagwright.errors import DagwrightError
 from dagwright.invocation import AppInvoker
 from dagwright.runtime import AppFlows, CompiledFlow
 from dagwright.services.apps import AppService
-from dagwright.services.runs import RunService
+from dagwright.services.runs.service import RunService
 
 
 class InvokeError(DagwrightError):

@@ -32,7 +32,7 @@ from sqlmodel import Session
 from dagwright.errors import AuthError, DagwrightError, InputError, NotFoundError
 from dagwright.secrets import Secrets, check_secret_name
 from dagwright.services.apps import AppService
-from dagwright.services.runs import RunService
+from dagwright.services.runs.service import RunService
 from dagwright.store.models import utcnow
 from dagwright.store.trigger_models import Trigger, TriggerFiring
 

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from sqlalchemy import Engine
 
     from dagwright.services.apps import AppService
-    from dagwright.services.runs import RunService
+    from dagwright.services.runs.service import RunService
 
 # The published app of each agent (and of the LLM scheduler).
 AGENT_APPS = {

@@ -26,7 +26,7 @@ async def local_tqa(notice: Callable[[str], None] = print) -> AsyncIterator[TqaS
     from dagwright.services.apps import AppService
     from dagwright.services.data_sources import DataSourceService, sources_from_settings_file
     from dagwright.services.invoke import InProcessInvoker
-    from dagwright.services.runs import RunService
+    from dagwright.services.runs.service import RunService
     from dagwright.services.secret_store import DatabaseSecrets, master_key_from
     from dagwright.store.db import data_directory, database_url, make_engine, migrate
     from dagwright.tabular import TableAccess

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
 
     from dagwright.embedding.service import ExampleStore
     from dagwright.services.apps import AppService
-    from dagwright.services.runs import RunService
+    from dagwright.services.runs.service import RunService
     from dagwright.tabular import TableAccess
 
 

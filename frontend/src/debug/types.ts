@@ -1,7 +1,7 @@
 // The shapes the debug panel reads from the server: runtime events as the run streams them
 // (backend/dagwright/runtime/events.py, one server-sent event each, `event:` = `type`), the
 // final `result` (api/streaming.py result_body) and the stored run with its per-node trace
-// (services/runs.py RunRecord.to_dict, GET /api/v1/runs/{id}).
+// (services/runs/records.py RunRecord.to_dict, GET /api/v1/runs/{id}).
 
 export type { FlowDocument, FlowNode, FlowEdge, Page } from "../api/types";
 

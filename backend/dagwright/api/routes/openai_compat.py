@@ -27,7 +27,7 @@ from dagwright.errors import DagwrightError, InputError
 from dagwright.runtime import NodeMessage
 from dagwright.runtime.plan import CompiledFlow
 from dagwright.services.inputs import check_input_types
-from dagwright.services.runs import LiveRun
+from dagwright.services.runs.recorder import LiveRun
 
 ROLES = ("system", "developer", "user", "assistant", "tool", "function")
 # Roles whose messages must carry content (an assistant's may hold tool calls instead).

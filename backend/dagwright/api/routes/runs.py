@@ -14,7 +14,7 @@ from dagwright.api.schemas import DebugRunIn, Page, Paging, RunIn
 from dagwright.api.state import Services, services
 from dagwright.api.streaming import result_body, run_events, sse
 from dagwright.runtime import compile_flow, parse_flow
-from dagwright.services.runs import RunRecord
+from dagwright.services.runs.records import RunRecord
 
 router = APIRouter(prefix="/api/v1", tags=["runs"])
 Deps = Annotated[Services, Depends(services)]

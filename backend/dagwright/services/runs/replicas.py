@@ -38,7 +38,7 @@ from typing import Any, Final
 
 from sqlalchemy import Connection, Engine, Table, delete, insert, or_, select, update
 
-from dagwright.services.run_writer import RUNS
+from dagwright.services.runs.writer import RUNS
 from dagwright.store.models import Replica, new_id, utcnow
 
 log = logging.getLogger(__name__)
