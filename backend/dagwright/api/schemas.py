@@ -2,35 +2,25 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Annotated, Any, Final, Generic, TypeVar
+from typing import Annotated, Any, Final
 
 from fastapi import Depends, Query
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-T = TypeVar("T")
-
-# Every list's paging, bounded here once: an offset past any real table (and past what a
-# database integer holds) is the caller's mistake, answered 422 before a query is built.
-MAX_OFFSET: Final = 1_000_000_000
-MAX_LIMIT: Final = 200
+from dagwright.store.paging import DEFAULT_LIMIT, MAX_LIMIT, MAX_OFFSET, Window
 
 
-@dataclass(slots=True, frozen=True)
-class Pagination:
-    offset: int
-    limit: int
-
-
+# Every listing's paging, by the store's one policy (store/paging.py): a bad offset or limit
+# is answered 422 naming the field, before a query is built.
 def _pagination(
     offset: Annotated[int, Query(ge=0, le=MAX_OFFSET, description="Items to skip.")] = 0,
-    limit: Annotated[int, Query(ge=1, le=MAX_LIMIT, description="Items per page.")] = 50,
-) -> Pagination:
-    return Pagination(offset, limit)
+    limit: Annotated[int, Query(ge=1, le=MAX_LIMIT, description="Items per page.")] = DEFAULT_LIMIT,
+) -> Window:
+    return Window(offset, limit)
 
 
-Paging = Annotated[Pagination, Depends(_pagination)]
+Paging = Annotated[Window, Depends(_pagination)]
 
 
 class _In(BaseModel):
@@ -107,13 +97,6 @@ class VersionOut(BaseModel):
 
 class VersionDetail(VersionOut):
     flow: dict[str, Any]
-
-
-class Page(BaseModel, Generic[T]):
-    items: list[T]
-    total: int
-    offset: int
-    limit: int
 
 
 class PublishIn(_In):

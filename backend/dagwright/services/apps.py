@@ -16,7 +16,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any
 
 from sqlalchemy import Engine, delete, func, or_, update
 from sqlalchemy.exc import IntegrityError
@@ -34,11 +34,9 @@ from dagwright.runtime import (
 )
 from dagwright.store.db import session
 from dagwright.store.models import ApiKey, App, Run, RunNode, Version, utcnow
-
-T = TypeVar("T")
+from dagwright.store.paging import DEFAULT_LIMIT, Page, fetch_page, window
 
 SLUG_PATTERN = re.compile(r"[a-z0-9][a-z0-9-]{1,62}")
-MAX_PAGE = 200
 MAX_NAME = 200
 MAX_AUTHOR = 200
 # Concurrent saves of one app race for the next number; the losers retry with a new one.
@@ -51,14 +49,6 @@ NODE_FIELDS = (
     "timeout",
     "on_error",
 )  # what makes a node "changed" in a diff
-
-
-@dataclass(frozen=True, slots=True)
-class Page(Generic[T]):
-    items: list[T]
-    total: int
-    offset: int
-    limit: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,14 +92,6 @@ def _check_text(field: str, value: str, limit: int | None = None, required: bool
     if limit is not None and len(value) > limit:
         raise InputError(f"{field}: at most {limit} characters (got {len(value)})")
     return value
-
-
-def _window(offset: int, limit: int) -> tuple[int, int]:
-    if offset < 0:
-        raise InputError(f"offset: must be 0 or more, not {offset}")
-    if limit < 1:
-        raise InputError(f"limit: must be 1 or more, not {limit}")
-    return offset, min(limit, MAX_PAGE)
 
 
 def _app_not_found(ref: str) -> NotFoundError:
@@ -199,13 +181,11 @@ class AppService:
             db.commit()
         return app
 
-    def list_apps(self, offset: int = 0, limit: int = 50) -> Page[App]:
-        offset, limit = _window(offset, limit)
+    def list_apps(self, offset: int = 0, limit: int = DEFAULT_LIMIT) -> Page[App]:
+        at = window(offset, limit)
         with session(self._engine) as db:
-            total = db.exec(select(func.count()).select_from(App)).one()
             query = select(App).order_by(col(App.created_at).desc(), col(App.id))
-            items = list(db.exec(query.offset(offset).limit(limit)).all())
-        return Page(items, total, offset, limit)
+            return fetch_page(db, query, at)
 
     def get_app(self, ref: str) -> App:
         with session(self._engine) as db:
@@ -313,23 +293,15 @@ class AppService:
             code="version_conflict",
         )
 
-    def list_versions(self, ref: str, offset: int = 0, limit: int = 50) -> Page[Version]:
+    def list_versions(self, ref: str, offset: int = 0, limit: int = DEFAULT_LIMIT) -> Page[Version]:
         """Newest first."""
-        offset, limit = _window(offset, limit)
+        at = window(offset, limit)
         with session(self._engine) as db:
             app = _find_app(db, ref)
-            total = db.exec(
-                select(func.count()).select_from(Version).where(Version.app_id == app.id)
-            ).one()
             query = (
-                select(Version)
-                .where(Version.app_id == app.id)
-                .order_by(col(Version.number).desc())
-                .offset(offset)
-                .limit(limit)
+                select(Version).where(Version.app_id == app.id).order_by(col(Version.number).desc())
             )
-            items = list(db.exec(query).all())
-        return Page(items, total, offset, limit)
+            return fetch_page(db, query, at)
 
     def get_version(self, app_ref: str, version_ref: str) -> Version:
         """A version by id, by number ("3") or "published"."""

@@ -11,7 +11,6 @@ from dagwright.api.schemas import (
     AppCreate,
     AppOut,
     AppUpdate,
-    Page,
     Paging,
     PublishIn,
     ValidateIn,
@@ -23,6 +22,7 @@ from dagwright.api.state import Services, services
 from dagwright.registry.types import compatibility, type_name
 from dagwright.runtime import analyse, parse_flow
 from dagwright.services import porting
+from dagwright.store.paging import Page
 
 # The editor API: open on loopback, behind the admin token otherwise (as keys and runs are).
 router = APIRouter(prefix="/api/v1", tags=["apps"], dependencies=[Admin])

@@ -10,11 +10,12 @@ from fastapi import APIRouter, Depends, Header, Request
 from fastapi.sse import EventSourceResponse
 
 from dagwright.api.routes.access import Admin, may_read_app
-from dagwright.api.schemas import DebugRunIn, Page, Paging, RunIn
+from dagwright.api.schemas import DebugRunIn, Paging, RunIn
 from dagwright.api.state import Services, services
 from dagwright.api.streaming import result_body, run_events, sse
 from dagwright.runtime import compile_flow, parse_flow
 from dagwright.services.runs.records import RunRecord
+from dagwright.store.paging import Page
 
 router = APIRouter(prefix="/api/v1", tags=["runs"])
 Deps = Annotated[Services, Depends(services)]
