@@ -75,15 +75,21 @@ class ConflictError(DagwrightError):
 
 
 class AuthError(DagwrightError):
-    """No credentials (401) or credentials for something else (403)."""
+    """No credentials, or credentials that are not valid (unknown, revoked, a bad signature)."""
 
     code = "unauthorized"
 
-    def __init__(self, message: str, status: int = 401, code: str | None = None) -> None:
+    def __init__(self, message: str, code: str | None = None) -> None:
         super().__init__(message)
-        self.status = status
         if code is not None:
             self.code = code
+
+
+class ForbiddenError(AuthError):
+    """Valid credentials for something else (another app's key, a wrong admin token), or an
+    action this server does not allow anyone."""
+
+    code = "forbidden"
 
 
 class DataError(DagwrightError):

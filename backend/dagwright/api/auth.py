@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from fastapi import Request
 
 from dagwright.api.errors import RateLimitedError
-from dagwright.errors import AuthError
+from dagwright.errors import AuthError, ForbiddenError
 
 
 def bearer_token(request: Request) -> str | None:
@@ -29,11 +29,10 @@ def check_admin(request: Request, admin_token: str | None, required: bool) -> No
     if token is None:
         raise AuthError(
             "this API needs the admin token: send 'Authorization: Bearer <token>'",
-            401,
             code="admin_token_required",
         )
     if admin_token is None or not hmac.compare_digest(token, admin_token):
-        raise AuthError("the admin token is wrong", 403, code="admin_token_invalid")
+        raise ForbiddenError("the admin token is wrong", code="admin_token_invalid")
 
 
 @dataclass(slots=True)

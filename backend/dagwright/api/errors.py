@@ -19,6 +19,7 @@ from dagwright.errors import (
     DagwrightError,
     DataSourceError,
     FlowFormatError,
+    ForbiddenError,
     InputError,
     NotFoundError,
     QueryError,
@@ -37,7 +38,10 @@ class RateLimitedError(DagwrightError):
         self.retry_after = retry_after
 
 
+# The first kind an error is an instance of decides: subclasses before their bases.
 _STATUS: list[tuple[type[DagwrightError], int]] = [
+    (ForbiddenError, 403),
+    (AuthError, 401),
     (FlowInvalidError, 422),
     (FlowFormatError, 422),
     (InputError, 422),
@@ -52,8 +56,6 @@ _STATUS: list[tuple[type[DagwrightError], int]] = [
 
 
 def status_of(exc: DagwrightError) -> int:
-    if isinstance(exc, AuthError):
-        return exc.status
     if isinstance(exc, QueryError) and exc.code == "query_timeout":
         return 408
     if isinstance(exc, QueryError) and exc.code == "query_busy":
@@ -79,12 +81,13 @@ def install(app: FastAPI) -> None:
         extra = exc.to_dict()
         extra.pop("code", None)
         extra.pop("message", None)
+        status = status_of(exc)
         headers = None
         if isinstance(exc, RateLimitedError):
             headers = {"Retry-After": str(max(1, round(exc.retry_after + 0.5)))}
-        if isinstance(exc, AuthError) and exc.status == 401:
+        if status == 401:
             headers = {"WWW-Authenticate": "Bearer"}
-        return error_response(status_of(exc), exc.code, exc.message, headers, **extra)
+        return error_response(status, exc.code, exc.message, headers, **extra)
 
     @app.exception_handler(RequestValidationError)
     async def bad_request(request: Request, exc: RequestValidationError) -> JSONResponse:

@@ -12,7 +12,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
-from dagwright.errors import AuthError, DagwrightError
+from dagwright.errors import DagwrightError, ForbiddenError
 
 if TYPE_CHECKING:
     from mcp import Client
@@ -57,10 +57,9 @@ class McpTarget:
 
     def check_allowed(self, env: Mapping[str, str] = os.environ) -> None:
         if self.command and self.command[0] not in allowed_commands(env):
-            raise AuthError(
+            raise ForbiddenError(
                 f"starting the stdio MCP server {self.command[0]!r} is not allowed on this "
                 f"server: an operator lists allowed commands in {STDIO_ALLOW_ENV}",
-                403,
                 "mcp_stdio_not_allowed",
             )
 

@@ -8,7 +8,7 @@ from fastapi import Depends, Request
 
 from dagwright.api.auth import bearer_token, check_admin
 from dagwright.api.state import Services, services
-from dagwright.errors import AuthError
+from dagwright.errors import AuthError, ForbiddenError
 from dagwright.store.models import App
 
 
@@ -27,16 +27,15 @@ async def app_for_key(request: Request, s: Services, app_ref: str) -> App:
     if token is None:
         raise AuthError(
             "this endpoint needs the app's API key: send 'Authorization: Bearer <key>'",
-            401,
             code="api_key_required",
         )
     key = await s.endpoints.key(token)
     if key is None:
-        raise AuthError("the API key is not valid (unknown or revoked)", 401, "invalid_api_key")
+        raise AuthError("the API key is not valid (unknown or revoked)", "invalid_api_key")
     app = await s.endpoints.app(app_ref)
     if key.app_id != app.id:
-        raise AuthError(
-            f"this API key belongs to another app, not {app_ref!r}", 403, "key_for_another_app"
+        raise ForbiddenError(
+            f"this API key belongs to another app, not {app_ref!r}", "key_for_another_app"
         )
     s.limiter.take(key.id)
     return app
@@ -54,6 +53,6 @@ async def may_read_app(request: Request, s: Services, app_id: str | None) -> Non
             raise
         if key.app_id != app_id:
             # A valid key, of another app: say so, not that the admin token is wrong.
-            raise AuthError(
-                "this API key belongs to another app than the run's", 403, "key_for_another_app"
+            raise ForbiddenError(
+                "this API key belongs to another app than the run's", "key_for_another_app"
             ) from None
