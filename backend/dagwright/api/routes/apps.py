@@ -113,8 +113,7 @@ def import_app(document: dict[str, Any], s: Deps, slug: str | None = None) -> An
 @router.post("/validate")
 def validate_flow(body: ValidateIn, s: Deps) -> dict[str, Any]:
     """Check a flow without saving it: every problem, each naming its node and port."""
-    analysis = analyse(parse_flow(body.flow), s.registry, s.apps)
-    return {"ok": analysis.ok, "problems": [p.to_dict() for p in analysis.problems]}
+    return editor.check_flow(body.flow, s.registry, s.apps)
 
 
 @router.get("/blocks")
@@ -128,30 +127,11 @@ def port_types(s: Deps) -> dict[str, Any]:
     """Every port type of the registry and whether an edge from one to another is allowed:
     `yes`, `check` (allowed, checked at run time) or `no` (refused at save time) — so the
     editor can refuse a connection while it is being dragged, by the server's own rules."""
-    types: dict[str, Any] = {}
-    for spec in s.registry:
-        for port in (*spec.inputs.values(), *spec.outputs.values()):
-            types.setdefault(type_name(port.type), port.type)
-        if spec.dynamic_ports is not None:
-            types.setdefault(type_name(spec.dynamic_port_type), spec.dynamic_port_type)
-    names = sorted(types)
-    return {
-        "types": names,
-        "compatibility": {
-            source: {target: compatibility(types[source], types[target]).value for target in names}
-            for source in names
-        },
-    }
+    return editor.port_types(s.registry)
 
 
 @router.post("/blocks/{block}/ports")
 def block_ports(block: str, config: dict[str, Any], s: Deps) -> dict[str, Any]:
     """The input ports and branches one configuration gives a block (template variables,
     switch cases...), for the editor to draw while a config is edited."""
-    spec = s.registry.get(block)
-    parsed = spec.config_model.model_validate(config)
-    return {
-        "inputs": [p.to_schema() for p in spec.input_ports(parsed).values()],
-        "outputs": [p.to_schema() for p in spec.outputs.values()],
-        "branches": spec.branch_names(parsed),
-    }
+    return editor.block_ports(s.registry, block, config)

@@ -13,7 +13,7 @@ from dagwright.api.routes.access import Admin, may_read_app
 from dagwright.api.schemas import DebugRunIn, Paging, RunIn
 from dagwright.api.state import Services, services
 from dagwright.api.streaming import result_body, run_events, sse
-from dagwright.runtime import compile_flow, parse_flow
+from dagwright.services import editor
 from dagwright.services.runs.records import RunRecord
 from dagwright.store.paging import Page
 
@@ -24,7 +24,7 @@ Deps = Annotated[Services, Depends(services)]
 @router.post("/runs/debug", dependencies=[Admin], response_model=None)
 async def debug_run(body: DebugRunIn, s: Deps) -> Any:
     """Run a graph as it is on the canvas (saved or not), streaming every event."""
-    plan = compile_flow(parse_flow(body.flow), s.registry, s.apps)
+    plan = editor.compile_unsaved(body.flow, s.registry, s.apps)
     app_id = None
     if body.app is not None:
         app_id = (await asyncio.to_thread(s.apps.get_app, body.app)).id
