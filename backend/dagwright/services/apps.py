@@ -32,6 +32,7 @@ from dagwright.runtime import (
     compile_flow,
     parse_flow,
 )
+from dagwright.services.changes import Change, Changes
 from dagwright.store.db import session
 from dagwright.store.models import ApiKey, App, Run, RunNode, Version, utcnow
 from dagwright.store.paging import DEFAULT_LIMIT, Page, fetch_page, window
@@ -164,6 +165,7 @@ class AppService:
         self._registry = registry
         self._compiled: OrderedDict[str, CompiledFlow] = OrderedDict()
         self._compiled_lock = threading.Lock()
+        self.changes = Changes()  # app changes: renamed, deleted, published
 
     # -- apps ------------------------------------------------------------------------------
 
@@ -209,7 +211,8 @@ class AppService:
                 app.settings = _settings(app.settings or {}, settings)
             app.updated_at = utcnow()
             db.commit()
-            return app
+        self.changes.announce(Change("app", "updated", app.id))
+        return app
 
     def delete_app(self, ref: str) -> None:
         """The app with everything that belongs to it, in one transaction."""
@@ -229,6 +232,7 @@ class AppService:
             db.exec(delete(Version).where(col(Version.app_id) == app.id))
             db.exec(delete(App).where(col(App.id) == app.id))
             db.commit()
+        self.changes.announce(Change("app", "deleted", app.id))
 
     # -- versions --------------------------------------------------------------------------
 
@@ -392,7 +396,8 @@ class AppService:
             app.published_version_id = version_id
             app.updated_at = utcnow()
             db.commit()
-            return app
+        self.changes.announce(Change("app", "published", app.id))
+        return app
 
     # -- import ----------------------------------------------------------------------------
 

@@ -3,8 +3,8 @@ whether a key is valid, answered from memory for a few seconds at a time.
 
 Without this, every call made three database reads (key, app, version with its graph) in
 worker threads, which capped a replica at ~200 calls/s. Changes made through this process
-(publish, rename, delete, revoke) take effect at once (`forget`); changes made by another
-replica within `ttl` seconds.
+(publish, rename, delete, revoke) take effect at once: the resolver listens to the app and
+key services' announcements; changes made by another replica within `ttl` seconds.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ from typing import Generic, TypeVar
 
 from dagwright.runtime import CompiledFlow
 from dagwright.services.apps import AppService
+from dagwright.services.changes import Change
 from dagwright.services.keys import KeyService, key_hash
 from dagwright.store.models import ApiKey, App
 
@@ -63,6 +64,8 @@ class EndpointResolver:
         self._app_rows: _TtlCache[App] = _TtlCache(ttl)
         self._endpoints: _TtlCache[Endpoint] = _TtlCache(ttl)
         self._verified: _TtlCache[ApiKey] = _TtlCache(ttl)
+        apps.changes.subscribe(self._forget)
+        keys.changes.subscribe(self._forget)
 
     async def key(self, plaintext: str) -> ApiKey | None:
         digest = key_hash(plaintext)
@@ -94,8 +97,9 @@ class EndpointResolver:
         row = self._apps.get_version(app.id, version or "published")
         return Endpoint(app, row.id, self._apps.compiled(row))
 
-    def forget(self) -> None:
-        """Drop everything cached: something was published, renamed, deleted or revoked."""
+    def _forget(self, _change: Change) -> None:
+        """Drop everything cached: something was published, renamed, deleted or revoked
+        (which entries depend on a change is not worth working out: it is rare)."""
         self._app_rows.clear()
         self._endpoints.clear()
         self._verified.clear()

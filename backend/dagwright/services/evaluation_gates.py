@@ -19,6 +19,7 @@ from dagwright.store.models import utcnow
 
 if TYPE_CHECKING:
     from dagwright.services.apps import AppService
+    from dagwright.store.models import App
 
 
 class GateRefusedError(ConflictError):
@@ -166,3 +167,8 @@ class GateService:
         decision, gate = self.check(app, version_id)
         if decision is not None and not decision.allowed:
             raise GateRefusedError(decision, gate)
+
+    def publish(self, app: str, version_id: str) -> App:
+        """Publish the version unless the app's gate refuses it (GateRefusedError)."""
+        self.enforce(app, version_id)
+        return self._apps.publish(app, version_id)

@@ -16,6 +16,7 @@ from sqlalchemy import Engine, or_, update
 from sqlmodel import col, select
 
 from dagwright.errors import InputError, NotFoundError
+from dagwright.services.changes import Change, Changes
 from dagwright.store.db import session
 from dagwright.store.models import ApiKey, App, utcnow
 
@@ -33,6 +34,7 @@ def key_hash(plaintext: str) -> str:
 class KeyService:
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
+        self.changes = Changes()  # key changes: revoked
 
     def create(self, app_id: str, name: str) -> tuple[ApiKey, str]:
         """A new key for the app: the row, and the plaintext, which is never stored."""
@@ -68,10 +70,12 @@ class KeyService:
             key = db.get(ApiKey, key_id)
             if key is None or key.app_id != app_id:
                 raise NotFoundError(f"no API key {key_id!r} for this app", code="key_not_found")
-            if key.revoked_at is None:
-                key.revoked_at = utcnow()
-                db.commit()
-            return key
+            if key.revoked_at is not None:
+                return key
+            key.revoked_at = utcnow()
+            db.commit()
+        self.changes.announce(Change("key", "revoked", key.id))
+        return key
 
     def verify(self, plaintext: str) -> ApiKey | None:
         """The key's row when the key is known and not revoked, else None."""

@@ -328,7 +328,6 @@ class TriggerService:
                 raise AuthError(
                     f"the webhook needs a valid {SIGNATURE_HEADER} header "
                     "(sha256=<HMAC-SHA256 of the body with the trigger's secret, hex>)",
-                    401,
                     "invalid_signature",
                 )
         try:

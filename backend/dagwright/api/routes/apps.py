@@ -19,9 +19,7 @@ from dagwright.api.schemas import (
     VersionOut,
 )
 from dagwright.api.state import Services, services
-from dagwright.registry.types import compatibility, type_name
-from dagwright.runtime import analyse, parse_flow
-from dagwright.services import porting
+from dagwright.services import editor, porting
 from dagwright.store.paging import Page
 
 # The editor API: open on loopback, behind the admin token otherwise (as keys and runs are).
@@ -48,17 +46,12 @@ def get_app(app: str, s: Deps) -> Any:
 @router.patch("/apps/{app}", response_model=AppOut)
 def update_app(app: str, body: AppUpdate, s: Deps) -> Any:
     settings = body.settings.model_dump(exclude_unset=True) if body.settings else None
-    updated = s.apps.update_app(
-        app, name=body.name, description=body.description, settings=settings
-    )
-    s.endpoints.forget()
-    return updated
+    return s.apps.update_app(app, name=body.name, description=body.description, settings=settings)
 
 
 @router.delete("/apps/{app}", status_code=204)
 def delete_app(app: str, s: Deps) -> Response:
     s.apps.delete_app(app)
-    s.endpoints.forget()
     return Response(status_code=204)
 
 
@@ -91,12 +84,10 @@ def diff_versions(app: str, a: str, b: str, s: Deps) -> dict[str, Any]:
 
 @router.post("/apps/{app}/publish", response_model=AppOut)
 def publish(app: str, body: PublishIn, s: Deps) -> Any:
-    from dagwright.services.evaluation_gates import GateService
+    """Publish a version, unless the app's evaluation gate refuses it (409, with the numbers)."""
+    from dagwright.services.evaluation_gates import GateService  # loads the metrics: on use
 
-    GateService(s.engine, s.apps).enforce(app, body.version_id)  # the app's evaluation gate
-    published = s.apps.publish(app, body.version_id)
-    s.endpoints.forget()  # this replica answers with the new version at once
-    return published
+    return GateService(s.engine, s.apps).publish(app, body.version_id)
 
 
 @router.get("/apps/{app}/export")

@@ -29,7 +29,6 @@ def create_key(app: str, body: KeyCreate, s: Deps) -> Any:
 @router.delete("/apps/{app}/keys/{key_id}", status_code=204)
 def revoke_key(app: str, key_id: str, s: Deps) -> Response:
     s.keys.revoke(s.apps.get_app(app).id, key_id)
-    s.endpoints.forget()
     return Response(status_code=204)
 
 

@@ -1,0 +1,87 @@
+"""The endpoint cache hears what the app and key services announce: a change made through
+them is answered at once, though the cache would keep its entries for an hour."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from sqlalchemy import Engine, update
+from sqlmodel import col
+
+from dagwright.errors import NotFoundError
+from dagwright.services.apps import AppService
+from dagwright.services.endpoints import EndpointResolver
+from dagwright.services.keys import KeyService
+from dagwright.store.db import session
+from dagwright.store.models import App
+from support.database import clear
+from support.flows import edge, flow_doc, node, registry
+
+HOUR = 3600.0
+
+
+def constant(value: int) -> dict[str, object]:
+    return flow_doc(
+        [node("c", "t_const", value=value), node("out", "output", name="result")],
+        [edge("c", "out")],
+    )
+
+
+@pytest.fixture
+def apps(engine: Engine) -> Iterator[AppService]:
+    yield AppService(engine, registry())
+    clear(engine)
+
+
+@pytest.fixture
+def keys(engine: Engine) -> KeyService:
+    return KeyService(engine)
+
+
+@pytest.fixture
+def resolver(apps: AppService, keys: KeyService) -> EndpointResolver:
+    return EndpointResolver(apps, keys, ttl=HOUR)
+
+
+async def test_a_change_behind_the_services_is_not_seen_within_the_ttl(
+    engine: Engine, apps: AppService, resolver: EndpointResolver
+) -> None:
+    apps.create_app("cached", "Before")
+    assert (await resolver.app("cached")).name == "Before"
+    with session(engine) as db:
+        db.exec(update(App).where(col(App.slug) == "cached").values(name="After"))
+        db.commit()
+    assert (await resolver.app("cached")).name == "Before"
+
+
+async def test_publish_is_answered_at_once(apps: AppService, resolver: EndpointResolver) -> None:
+    apps.create_app("pub", "Pub")
+    first = apps.create_version("pub", constant(1))
+    apps.publish("pub", first.id)
+    assert (await resolver.endpoint("pub", None)).version_id == first.id
+    second = apps.create_version("pub", constant(2))
+    apps.publish("pub", second.id)
+    assert (await resolver.endpoint("pub", None)).version_id == second.id
+
+
+async def test_rename_and_delete_are_answered_at_once(
+    apps: AppService, resolver: EndpointResolver
+) -> None:
+    apps.create_app("renamed", "Before")
+    assert (await resolver.app("renamed")).name == "Before"
+    apps.update_app("renamed", name="After")
+    assert (await resolver.app("renamed")).name == "After"
+    apps.delete_app("renamed")
+    with pytest.raises(NotFoundError):
+        await resolver.app("renamed")
+
+
+async def test_a_revoked_key_is_refused_at_once(
+    apps: AppService, keys: KeyService, resolver: EndpointResolver
+) -> None:
+    app = apps.create_app("keyed", "Keyed")
+    key, plaintext = keys.create(app.id, "ci")
+    assert (await resolver.key(plaintext)) is not None
+    keys.revoke(app.id, key.id)
+    assert (await resolver.key(plaintext)) is None
