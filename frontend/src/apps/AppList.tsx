@@ -5,7 +5,7 @@ import { api } from "../api/client";
 import { ApiError } from "../api/http";
 import type { AppOut } from "../api/types";
 import { clearDraft, draftSlugs } from "../editor/draft";
-import { downloadJson } from "../editor/FlowEditor";
+import { downloadJson } from "../ui/download";
 import { formatTime } from "../editor/PublishDialog";
 import { navigate } from "../router";
 import { TemplateGallery } from "./TemplateGallery";

@@ -1,6 +1,6 @@
 import { cleanup, fireEvent, render, screen, within } from "@testing-library/react";
 import { afterEach, describe, expect, it } from "vitest";
-import { NodeInspector } from "./parts";
+import { NodeInspector } from "./parts/NodeInspector";
 import { applyEvent, startingState, type NodeView } from "./runState";
 import { asTable } from "./table";
 import { SHOWN_ROWS, TableView } from "./TableView";
