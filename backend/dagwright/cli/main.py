@@ -119,7 +119,7 @@ def _print_trace(result: RunResult, plan: CompiledFlow) -> None:
         if trace.status in ("failed", "skipped", "cancelled") and trace.error:
             line += f"  {trace.error}"
         typer.echo(line, err=True)
-        scripted |= any(m.get("scripted") for m in trace.messages if m["kind"] == "usage")
+        scripted |= trace.scripted
     usage = result.usage
     if usage.calls:
         label = " (scripted answers, not a model's)" if scripted else ""

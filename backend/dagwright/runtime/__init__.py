@@ -40,7 +40,13 @@ from dagwright.runtime.flow import (
 )
 from dagwright.runtime.plan import CompiledFlow, compile_flow
 from dagwright.runtime.subflow import AppFlows, AppResolver, SubflowRef
-from dagwright.runtime.trace import IterationTrace, NodeTrace, build_trace, iteration_nodes
+from dagwright.runtime.trace import (
+    IterationTrace,
+    NodeTrace,
+    RunTrace,
+    build_trace,
+    iteration_nodes,
+)
 from dagwright.runtime.validate import FlowInvalidError, Problem, analyse, validate
 
 __all__ = [
@@ -76,6 +82,7 @@ __all__ = [
     "RunFinished",
     "RunResult",
     "RunStarted",
+    "RunTrace",
     "SubFlow",
     "SubflowRef",
     "analyse",

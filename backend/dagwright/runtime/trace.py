@@ -1,11 +1,12 @@
-"""Folding a run's events into a per-node trace: what the debug panel and `--trace` show.
+"""The one fold of a run's events into per-node traces: what `--trace` prints, and what the
+server records of each node (services/runs/recorder.py writes a row per settled trace).
 
 Nodes inside sub-flows are traced under their path (`refine[2]/check`); a sub-flow node
 lists its iterations (map items, repeat rounds, or its single call) with their status."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -58,7 +59,111 @@ class NodeTrace:
     error: str | None = None
     messages: list[dict[str, Any]] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)  # model calls of this node, summed
+    metered: bool = False  # the node reported usage (made model calls); `usage` sums it
+    model: str | None = None  # the model that answered the node's last call
+    scripted: bool = False  # a call was answered by dagwright's scripted server, not a model
     iterations: list[IterationTrace] = field(default_factory=list)  # by index
+
+
+class RunTrace:
+    """Folds a run's events, one at a time, into node traces (`nodes`, by node path).
+
+    `blocks` (id -> block name) lists nodes up front, in order, so that nodes never reached
+    show as pending. `copy_inputs` copies a node's inputs when it starts (a block may change a
+    dict it was given later); `keep_messages=False` keeps no progress messages (token deltas
+    are many and a recorder has no use for them)."""
+
+    __slots__ = ("_copy_inputs", "_keep_messages", "nodes")
+
+    def __init__(
+        self,
+        blocks: Mapping[str, str] | None = None,
+        *,
+        copy_inputs: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+        keep_messages: bool = True,
+    ) -> None:
+        self.nodes = {node: NodeTrace(node, block) for node, block in (blocks or {}).items()}
+        self._copy_inputs = copy_inputs
+        self._keep_messages = keep_messages
+
+    def _of(self, node: str) -> NodeTrace:
+        trace = self.nodes.get(node)
+        if trace is None:
+            trace = self.nodes[node] = NodeTrace(node)
+        return trace
+
+    def apply(self, event: RunEvent) -> NodeTrace | None:
+        """Fold one event in; returns the node's trace when the event settled the node
+        (finished, failed, cancelled or skipped), else None."""
+        if isinstance(event, NodeMessage):
+            trace = self._of(event.node)
+            if self._keep_messages:
+                trace.messages.append({"kind": event.kind, "t": event.t, **event.data})
+            if event.kind == "usage":
+                data = event.data
+                trace.usage.add(
+                    Usage(
+                        data.get("prompt_tokens", 0),
+                        data.get("completion_tokens", 0),
+                        data.get("cost", 0.0),
+                        data.get("calls", 0),
+                    )
+                )
+                trace.metered = True
+                trace.model = data.get("model")
+                trace.scripted = trace.scripted or bool(data.get("scripted"))
+            return None
+        if isinstance(event, NodeStarted):
+            trace = self._of(event.node)
+            trace.block, trace.status, trace.started = event.block, "running", event.t
+            copy = self._copy_inputs
+            trace.inputs = event.inputs if copy is None else copy(event.inputs)
+            return None
+        if isinstance(event, NodeFinished):
+            trace = self._of(event.node)
+            trace.status = "reused" if event.reused else "succeeded"
+            if event.error is not None and not event.reused:
+                # a failure its error policy turned into an output
+                trace.status, trace.error = "recovered", event.error
+            trace.output, trace.branch = event.output, event.branch
+            trace.finished, trace.duration = event.t, event.duration
+            return trace
+        if isinstance(event, NodeFailed):
+            trace = self._of(event.node)
+            trace.status, trace.error = "failed", f"{event.error_type}: {event.message}"
+            trace.finished, trace.duration = event.t, event.duration
+            return trace
+        if isinstance(event, NodeCancelled):
+            trace = self._of(event.node)
+            trace.status, trace.error, trace.finished = "cancelled", event.reason, event.t
+            if trace.started is not None:  # a node cancelled before it started ran for no time
+                trace.duration = event.t - trace.started
+            return trace
+        if isinstance(event, NodeSkipped):
+            trace = self._of(event.node)
+            trace.status, trace.error = "skipped", event.reason
+            return trace
+        if isinstance(event, IterationStarted):
+            self._of(event.node).iterations.append(IterationTrace(event.index, started=event.t))
+        elif isinstance(event, IterationFinished):
+            iteration = _iteration(self._of(event.node), event.index)
+            iteration.status, iteration.error = event.status, event.error
+            iteration.finished, iteration.duration = event.t, event.duration
+            iteration.outputs = event.outputs
+        return None
+
+    def forget(self, node: str) -> None:
+        """Let go of a settled node's trace (a recorder that has written it keeps no copy of
+        every output until the run ends)."""
+        self.nodes.pop(node, None)
+
+    def traces(self) -> dict[str, NodeTrace]:
+        """The node traces, each node's iterations in index order (map items finish in any
+        order)."""
+        for trace in self.nodes.values():
+            if len(trace.iterations) > 1:
+                trace.iterations.sort(key=lambda it: -1 if it.index is None else it.index)
+        return self.nodes
 
 
 def build_trace(
@@ -66,59 +171,10 @@ def build_trace(
 ) -> dict[str, NodeTrace]:
     """Node traces: first the given nodes (id -> block name) in order, so nodes never reached
     show as pending, then any others in the order they appear in the events."""
-    traces = {node: NodeTrace(node, block) for node, block in (blocks or {}).items()}
-
-    def of(node: str) -> NodeTrace:
-        if node not in traces:
-            traces[node] = NodeTrace(node)
-        return traces[node]
-
+    fold = RunTrace(blocks)
     for event in events:
-        if isinstance(event, NodeStarted):
-            trace = of(event.node)
-            trace.block, trace.status = event.block, "running"
-            trace.inputs, trace.started = event.inputs, event.t
-        elif isinstance(event, NodeFinished):
-            trace = of(event.node)
-            trace.status = "reused" if event.reused else "succeeded"
-            if event.error is not None and not event.reused:
-                # a failure its error policy turned into an output
-                trace.status, trace.error = "recovered", event.error
-            trace.output, trace.branch = event.output, event.branch
-            trace.finished, trace.duration = event.t, event.duration
-        elif isinstance(event, NodeSkipped):
-            trace = of(event.node)
-            trace.status, trace.error = "skipped", event.reason
-        elif isinstance(event, NodeFailed):
-            trace = of(event.node)
-            trace.status, trace.error = "failed", f"{event.error_type}: {event.message}"
-            trace.finished, trace.duration = event.t, event.duration
-        elif isinstance(event, NodeCancelled):
-            trace = of(event.node)
-            trace.status, trace.error, trace.finished = "cancelled", event.reason, event.t
-        elif isinstance(event, NodeMessage):
-            trace = of(event.node)
-            trace.messages.append({"kind": event.kind, "t": event.t, **event.data})
-            if event.kind == "usage":
-                trace.usage.add(
-                    Usage(
-                        event.data["prompt_tokens"],
-                        event.data["completion_tokens"],
-                        event.data["cost"],
-                        event.data["calls"],
-                    )
-                )
-        elif isinstance(event, IterationStarted):
-            of(event.node).iterations.append(IterationTrace(event.index, started=event.t))
-        elif isinstance(event, IterationFinished):
-            iteration = _iteration(of(event.node), event.index)
-            iteration.status, iteration.error = event.status, event.error
-            iteration.finished, iteration.duration = event.t, event.duration
-            iteration.outputs = event.outputs
-    for trace in traces.values():
-        if len(trace.iterations) > 1:  # map items finish in any order
-            trace.iterations.sort(key=lambda it: -1 if it.index is None else it.index)
-    return traces
+        fold.apply(event)
+    return fold.traces()
 
 
 def _iteration(trace: NodeTrace, index: int | None) -> IterationTrace:

@@ -5,20 +5,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Final
 
 from dagwright.registry import Usage
-from dagwright.runtime.events import (
-    NodeCancelled,
-    NodeFailed,
-    NodeFinished,
-    NodeMessage,
-    NodeSkipped,
-    NodeStarted,
-    RunFinished,
-)
+from dagwright.runtime.events import RunFinished
 from dagwright.runtime.executor import Run
+from dagwright.runtime.trace import NodeTrace, RunTrace
 from dagwright.services.runs.records import (
     RunRecord,
     json_ports,
@@ -99,79 +93,26 @@ def final_row(
 
 
 async def record(live: LiveRun, writer: RunWriter) -> None:
-    """Follow the run's events: queue each node result as it settles, then the final state,
-    and settle `live.wait()` once that is committed."""
+    """Follow the run's events through the one fold (runtime/trace.py): queue each node's row
+    as the node settles, then the final state, and settle `live.wait()` once that is
+    committed."""
     run_id = live.run_id
-    started: dict[str, tuple[str, dict[str, Any], float]] = {}  # node -> block, inputs, t
-    usage: dict[str, Usage] = {}
-    # The model that answered each node, and whether it was dagwright's scripted one: the
-    # stored trace must label scripted answers as the live stream does.
-    models: dict[str, dict[str, Any]] = {}
+    fold = RunTrace(copy_inputs=json_ports, keep_messages=False)
     rows: list[dict[str, Any]] = []
     blocks: dict[str, str] | None = None
     final: dict[str, Any] | None = None
     try:
         async for event in live.run.stream():
-            row: dict[str, Any] | None = None
-            if isinstance(event, NodeMessage):
-                if event.kind == "usage":
-                    data = event.data
-                    usage.setdefault(event.node, Usage()).add(
-                        Usage(
-                            data.get("prompt_tokens", 0),
-                            data.get("completion_tokens", 0),
-                            data.get("cost", 0.0),
-                            data.get("calls", 0),
-                        )
-                    )
-                    answered = models.setdefault(event.node, {"scripted": False})
-                    answered["model"] = data.get("model")
-                    answered["scripted"] = answered["scripted"] or bool(data.get("scripted"))
-                continue
-            if isinstance(event, NodeStarted):
-                # Inputs are copied now: a block may change a dict it was given.
-                started[event.node] = (event.block, json_ports(event.inputs), event.t)
-                continue
-            if isinstance(event, NodeFinished):
-                status = "reused" if event.reused else "succeeded"
-                row = _node_row(run_id, event.node, status, started, usage, event.duration)
-                row["output"] = json_value(event.output)
-                row["branch"] = event.branch
-            elif isinstance(event, NodeFailed):
-                took = event.duration
-                row = _node_row(run_id, event.node, "failed", started, usage, took)
-                row["error"] = f"{event.error_type}: {event.message}"
-            elif isinstance(event, NodeCancelled):
-                begun = started.get(event.node)
-                ran = event.t - begun[2] if begun else None
-                row = _node_row(run_id, event.node, "cancelled", started, usage, ran)
-                row["error"] = event.reason
-            elif isinstance(event, NodeSkipped):
-                if blocks is None:  # skipped nodes never started: their block is in the plan
-                    blocks = live.run.plan.blocks()
-                row = _node_row(run_id, event.node, "skipped", started, usage, None)
-                row["block"] = blocks.get(event.node, "")
-                row["error"] = event.reason
-            elif isinstance(event, RunFinished):
-                error = event.error
-                # A human_input node paused the run (services/human.py): it is waiting,
-                # not failed, until an answer resumes it.
-                paused = error is not None and error.code == WAITING_FOR_HUMAN
-                final = final_row(
-                    run_id,
-                    "waiting" if paused else event.status,
-                    json_ports(event.outputs),
-                    None
-                    if error is None
-                    else {"code": error.code, "message": error.message, "node": error.node},
-                    usage_dict(event.usage),
-                    event.duration,
-                )
-            if row is not None:
-                if row["usage"] is not None and row["node"] in models:
-                    row["usage"] = {**row["usage"], **models[row["node"]]}
+            settled = fold.apply(event)
+            if settled is not None:
+                if settled.block is None and settled.status == "skipped" and blocks is None:
+                    blocks = live.run.plan.blocks()  # never started: its block is in the plan
+                row = node_row(run_id, settled, blocks)
                 rows.append(row)
                 writer.put_node(row)
+                fold.forget(settled.node)
+            elif isinstance(event, RunFinished):
+                final = _final_of(run_id, event)
         if final is None:  # the stream always ends with RunFinished; this is a safeguard
             raise RuntimeError(f"run {run_id} ended without a run_finished event")
         await asyncio.wrap_future(writer.finish_run(final))
@@ -188,27 +129,48 @@ async def record(live: LiveRun, writer: RunWriter) -> None:
         live.resolve(run_record(record_row, node_records(rows)))
 
 
-def _node_row(
-    run_id: str,
-    node: str,
-    status: str,
-    started: dict[str, tuple[str, dict[str, Any], float]],
-    usage: dict[str, Usage],
-    duration: float | None,
-) -> dict[str, Any]:
+def node_row(run_id: str, trace: NodeTrace, blocks: Mapping[str, str] | None) -> dict[str, Any]:
+    """The `run_nodes` row of a settled node. A recovered node (its error policy gave an
+    output) is stored as succeeded: its output is what the run went on with."""
+    status = trace.status
+    recovered = status == "recovered"
+    block = trace.block
+    if block is None:
+        block = blocks.get(trace.node, "") if blocks is not None and status == "skipped" else ""
+    usage: dict[str, Any] | None = None
+    if trace.metered:
+        # The model that answered, and whether it was dagwright's scripted one: the stored
+        # trace must label scripted answers as the live stream does.
+        usage = {**usage_dict(trace.usage), "model": trace.model, "scripted": trace.scripted}
+    settled = status in ("succeeded", "reused", "recovered")
     # Every key of run_nodes, always: the writer upserts a batch with one executemany.
-    begun = started.get(node)
-    spent = usage.get(node)
     return {
         "run_id": run_id,
-        "node": node,
-        "block": begun[0] if begun else "",
-        "status": status,
-        "inputs": begun[1] if begun else None,
-        "output": None,
-        "branch": None,
-        "error": None,
-        "started": begun[2] if begun else None,
-        "duration": duration,
-        "usage": usage_dict(spent) if spent is not None else None,
+        "node": trace.node,
+        "block": block,
+        "status": "succeeded" if recovered else status,
+        "inputs": trace.inputs,
+        "output": json_value(trace.output) if settled else None,
+        "branch": trace.branch if settled else None,
+        "error": None if recovered else trace.error,
+        "started": trace.started,
+        "duration": None if status == "skipped" else trace.duration,
+        "usage": usage,
     }
+
+
+def _final_of(run_id: str, finished: RunFinished) -> dict[str, Any]:
+    error = finished.error
+    # A human_input node paused the run (services/human.py): it is waiting, not failed,
+    # until an answer resumes it.
+    paused = error is not None and error.code == WAITING_FOR_HUMAN
+    return final_row(
+        run_id,
+        "waiting" if paused else finished.status,
+        json_ports(finished.outputs),
+        None
+        if error is None
+        else {"code": error.code, "message": error.message, "node": error.node},
+        usage_dict(finished.usage),
+        finished.duration,
+    )
