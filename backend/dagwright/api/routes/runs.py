@@ -77,12 +77,7 @@ async def list_runs(
         offset=page.offset,
         limit=page.limit,
     )
-    return Page(
-        items=[r.to_dict() for r in found.items],
-        total=found.total,
-        offset=found.offset,
-        limit=found.limit,
-    )
+    return found.map(RunRecord.to_dict)
 
 
 async def _readable(request: Request, s: Services, run_id: str) -> RunRecord:

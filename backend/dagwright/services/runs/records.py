@@ -4,11 +4,10 @@ Values (inputs, outputs) are stored as JSON; a value too large keeps a preview o
 
 from __future__ import annotations
 
-import builtins
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Final, Generic, TypeVar
+from typing import Any, Final
 
 from pydantic_core import from_json, to_json, to_jsonable_python
 
@@ -17,8 +16,6 @@ from dagwright.store.models import utcnow
 
 MAX_VALUE_BYTES: Final = 256 * 1024  # a stored value whose JSON is larger keeps a preview only
 PREVIEW_BYTES: Final = 2 * 1024
-
-T = TypeVar("T")
 
 
 @dataclass(slots=True)
@@ -66,14 +63,6 @@ class RunRecord:
         return data
 
 
-@dataclass(slots=True)
-class Page(Generic[T]):
-    items: builtins.list[T]
-    total: int  # every match, not only this page
-    offset: int
-    limit: int
-
-
 _NODE_COLUMNS: Final = tuple(c.name for c in RUN_NODES.c if c.name != "run_id")
 
 
@@ -85,7 +74,7 @@ def aware(value: datetime | None) -> datetime | None:
     return value
 
 
-def run_record(row: Mapping[Any, Any], nodes: builtins.list[NodeRecord]) -> RunRecord:
+def run_record(row: Mapping[Any, Any], nodes: list[NodeRecord]) -> RunRecord:
     """The record of a `runs` row (or of the row a recorder wrote) with these node results."""
     return RunRecord(
         id=row["id"],
@@ -109,7 +98,7 @@ def run_record(row: Mapping[Any, Any], nodes: builtins.list[NodeRecord]) -> RunR
     )
 
 
-def node_records(rows: Sequence[Mapping[Any, Any]]) -> builtins.list[NodeRecord]:
+def node_records(rows: Sequence[Mapping[Any, Any]]) -> list[NodeRecord]:
     """In the order the nodes started; skipped nodes (never started) after them, by id."""
     records = [NodeRecord(**{name: row[name] for name in _NODE_COLUMNS}) for row in rows]
     records.sort(key=lambda r: (r.started is None, r.started or 0.0, r.node))

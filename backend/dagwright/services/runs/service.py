@@ -9,18 +9,17 @@ import contextlib
 import dataclasses
 import logging
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any, Final
 
-from sqlalchemy import Connection, Engine, RowMapping, func, select, update
+from sqlalchemy import Connection, Engine, func, select, update
 
 from dagwright.errors import ConflictError, InputError, NotFoundError
 from dagwright.runtime.executor import Executor, ReusedOutput, resolve_inputs
 from dagwright.runtime.plan import CompiledFlow
 from dagwright.services.runs.recorder import LiveRun, final_row, record
 from dagwright.services.runs.records import (
-    Page,
     RunRecord,
     aware,
     json_ports,
@@ -35,11 +34,11 @@ from dagwright.services.runs.replicas import (
 )
 from dagwright.services.runs.writer import RUN_NODES, RUNS, RunWriter
 from dagwright.store.models import FINAL_STATUSES, new_id, utcnow
+from dagwright.store.paging import DEFAULT_LIMIT, Page, window
 from dagwright.telemetry.context import RunTracer, TraceParent
 
 log = logging.getLogger(__name__)
 
-MAX_PAGE: Final = 200
 CANCEL_POLL_INTERVAL: Final = 0.5  # seconds between looks for cancel requests of other replicas
 CANCEL_REASON: Final = "cancelled by request"
 
@@ -287,11 +286,11 @@ class RunService:
         mode: str | None = None,
         version_id: str | None = None,
         offset: int = 0,
-        limit: int = 50,
+        limit: int = DEFAULT_LIMIT,
     ) -> Page[RunRecord]:
-        """Runs, newest first, without their nodes; `limit` is capped at MAX_PAGE."""
-        offset = max(offset, 0)
-        limit = min(max(limit, 0), MAX_PAGE)
+        """Runs, newest first, without their nodes, paged by the store's policy
+        (store/paging.py)."""
+        at = window(offset, limit)
         where = [
             column == value
             for column, value in (
@@ -304,20 +303,18 @@ class RunService:
         ]
         with self.engine.connect() as conn:
             total = conn.execute(select(func.count()).select_from(RUNS).where(*where)).scalar_one()
-            rows: Sequence[RowMapping] = []
-            if limit:
-                rows = (
-                    conn.execute(
-                        select(RUNS)
-                        .where(*where)
-                        .order_by(RUNS.c.created_at.desc(), RUNS.c.id.desc())
-                        .offset(offset)
-                        .limit(limit)
-                    )
-                    .mappings()
-                    .all()
+            rows = (
+                conn.execute(
+                    select(RUNS)
+                    .where(*where)
+                    .order_by(RUNS.c.created_at.desc(), RUNS.c.id.desc())
+                    .offset(at.offset)
+                    .limit(at.limit)
                 )
-        return Page([run_record(row, []) for row in rows], int(total), offset, limit)
+                .mappings()
+                .all()
+            )
+        return Page([run_record(row, []) for row in rows], int(total), at.offset, at.limit)
 
     # -- cancelling -------------------------------------------------------------------------
 
