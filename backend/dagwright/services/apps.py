@@ -18,11 +18,9 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sqlalchemy import Engine, delete, func, or_, update
-from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session, col, select
+from sqlalchemy import Engine
 
-from dagwright.errors import ConflictError, FlowFormatError, InputError, NotFoundError
+from dagwright.errors import ConflictError, FlowFormatError, InputError
 from dagwright.registry import Registry
 from dagwright.runtime import (
     CompiledFlow,
@@ -33,9 +31,10 @@ from dagwright.runtime import (
     parse_flow,
 )
 from dagwright.services.changes import Change, Changes
+from dagwright.store.apps import AppRepository
 from dagwright.store.db import session
-from dagwright.store.models import ApiKey, App, Run, RunNode, Version, utcnow
-from dagwright.store.paging import DEFAULT_LIMIT, Page, fetch_page, window
+from dagwright.store.models import App, Version, utcnow
+from dagwright.store.paging import DEFAULT_LIMIT, Page, window
 
 SLUG_PATTERN = re.compile(r"[a-z0-9][a-z0-9-]{1,62}")
 MAX_NAME = 200
@@ -95,49 +94,6 @@ def _check_text(field: str, value: str, limit: int | None = None, required: bool
     return value
 
 
-def _app_not_found(ref: str) -> NotFoundError:
-    return NotFoundError(f"no app {ref!r} (by slug or id)", code="app_not_found")
-
-
-def _find_app(db: Session, ref: str) -> App:
-    found = db.exec(select(App).where(or_(col(App.id) == ref, col(App.slug) == ref))).all()
-    if not found:
-        raise _app_not_found(ref)
-    # An id and another app's slug could coincide only by a 1-in-2^128 chance; ids win.
-    return next((app for app in found if app.id == ref), found[0])
-
-
-def _find_version(db: Session, app: App, ref: str) -> Version:
-    if ref == "published":
-        if app.published_version_id is None:
-            raise NotFoundError(f"app {app.slug!r} has no published version", code="not_published")
-        ref = app.published_version_id
-    if ref.isascii() and ref.isdigit():  # not "²", which isdigit() accepts
-        query = select(Version).where(Version.app_id == app.id, Version.number == int(ref))
-    else:
-        query = select(Version).where(Version.app_id == app.id, Version.id == ref)
-    version = db.exec(query).first()
-    if version is None:
-        raise NotFoundError(
-            f"app {app.slug!r} has no version {ref!r} (by id, number or 'published')",
-            code="version_not_found",
-        )
-    return version
-
-
-def _version_of(db: Session, app: App, version_id: str) -> Version:
-    """The version by id, which must belong to `app` (a parent, a version to publish)."""
-    version = db.get(Version, version_id)
-    if version is None:
-        raise NotFoundError(f"no version {version_id!r}", code="version_not_found")
-    if version.app_id != app.id:
-        raise ConflictError(
-            f"version {version_id!r} belongs to another app, not to {app.slug!r}",
-            code="version_of_another_app",
-        )
-    return version
-
-
 def _located(error: FlowInvalidError, where: str) -> FlowInvalidError:
     """The same problems, with a message that says which flow they are in."""
     located = FlowInvalidError(error.problems)
@@ -179,19 +135,18 @@ class AppService:
         app = self._new_app(slug, name, description)
         app.settings = _settings({}, settings)
         with session(self._engine) as db:
-            self._insert_app(db, app)
+            AppRepository(db).add(app)
             db.commit()
         return app
 
     def list_apps(self, offset: int = 0, limit: int = DEFAULT_LIMIT) -> Page[App]:
         at = window(offset, limit)
         with session(self._engine) as db:
-            query = select(App).order_by(col(App.created_at).desc(), col(App.id))
-            return fetch_page(db, query, at)
+            return AppRepository(db).page(at)
 
     def get_app(self, ref: str) -> App:
         with session(self._engine) as db:
-            return _find_app(db, ref)
+            return AppRepository(db).find(ref)
 
     def update_app(
         self,
@@ -202,7 +157,7 @@ class AppService:
     ) -> App:
         """`settings` changes only the keys it holds (a None value resets one)."""
         with session(self._engine) as db:
-            app = _find_app(db, ref)
+            app = AppRepository(db).find(ref)
             if name is not None:
                 app.name = _check_text("name", name, MAX_NAME, required=True)
             if description is not None:
@@ -217,20 +172,9 @@ class AppService:
     def delete_app(self, ref: str) -> None:
         """The app with everything that belongs to it, in one transaction."""
         with session(self._engine) as db:
-            app = _find_app(db, ref)
-            # The app points at a version that points back at it: unhook it first.
-            db.exec(update(App).where(col(App.id) == app.id).values(published_version_id=None))
-            versions = select(Version.id).where(Version.app_id == app.id)
-            runs = select(Run.id).where(
-                or_(col(Run.app_id) == app.id, col(Run.version_id).in_(versions))
-            )
-            db.exec(delete(RunNode).where(col(RunNode.run_id).in_(runs)))
-            db.exec(delete(Run).where(col(Run.id).in_(runs)))
-            db.exec(delete(ApiKey).where(col(ApiKey.app_id) == app.id))
-            # One statement: versions point at their parents, and the constraint is checked
-            # when the statement ends, with all of them gone.
-            db.exec(delete(Version).where(col(Version.app_id) == app.id))
-            db.exec(delete(App).where(col(App.id) == app.id))
+            store = AppRepository(db)
+            app = store.find(ref)
+            store.delete(app)
             db.commit()
         self.changes.announce(Change("app", "deleted", app.id))
 
@@ -267,31 +211,24 @@ class AppService:
         saved = self.prepare(flow, self.get_app(ref).slug)
         for attempt in range(NUMBER_ATTEMPTS):
             with session(self._engine) as db:
-                app = _find_app(db, ref)
+                store = AppRepository(db)
+                app = store.find(ref)
                 if parent_id is not None:
-                    _version_of(db, app, parent_id)
-                latest = db.exec(
-                    select(func.max(Version.number)).where(Version.app_id == app.id)
-                ).one()
+                    store.version_of(app, parent_id)
                 version = Version(
                     app_id=app.id,
-                    number=(latest or 0) + 1,
+                    number=store.last_number(app) + 1,
                     parent_id=parent_id,
                     graph=saved.graph,
                     layout=saved.layout,
                     note=note,
                     author=author,
                 )
-                db.add(version)
-                try:
+                if store.add_numbered_version(version):
                     db.commit()
-                except IntegrityError:
-                    # Another save took this number (or the app went away: the next attempt
-                    # reports that). Jitter keeps racing writers from colliding again.
-                    db.rollback()
-                    time.sleep(random.uniform(0, 0.005 * (attempt + 1)))
-                    continue
-                return version
+                    return version
+            # Another save took this number. Jitter keeps racing writers from colliding again.
+            time.sleep(random.uniform(0, 0.005 * (attempt + 1)))
         raise ConflictError(
             f"could not number a new version of {ref!r}: too many concurrent saves",
             code="version_conflict",
@@ -301,16 +238,14 @@ class AppService:
         """Newest first."""
         at = window(offset, limit)
         with session(self._engine) as db:
-            app = _find_app(db, ref)
-            query = (
-                select(Version).where(Version.app_id == app.id).order_by(col(Version.number).desc())
-            )
-            return fetch_page(db, query, at)
+            store = AppRepository(db)
+            return store.versions(store.find(ref), at)
 
     def get_version(self, app_ref: str, version_ref: str) -> Version:
         """A version by id, by number ("3") or "published"."""
         with session(self._engine) as db:
-            return _find_version(db, _find_app(db, app_ref), version_ref)
+            store = AppRepository(db)
+            return store.version(store.find(app_ref), version_ref)
 
     def flow_of(self, version: Version) -> dict[str, Any]:
         """The flow document with the positions put back: what the editor opens."""
@@ -341,8 +276,9 @@ class AppService:
         """What changed from version a to version b. Positions are not compared: moving a
         node in the editor changes the layout, not the flow."""
         with session(self._engine) as db:
-            app = _find_app(db, app_ref)
-            old, new = _find_version(db, app, a).graph, _find_version(db, app, b).graph
+            store = AppRepository(db)
+            app = store.find(app_ref)
+            old, new = store.version(app, a).graph, store.version(app, b).graph
         old_nodes = {n["id"]: n for n in old.get("nodes", [])}
         new_nodes = {n["id"]: n for n in new.get("nodes", [])}
         changed = []
@@ -385,14 +321,16 @@ class AppService:
         """Make a version the one the app's endpoint runs. Refused (FlowInvalidError) when
         its app references would then lead back to this app."""
         with session(self._engine) as db:
-            app = _find_app(db, app_ref)
-            version = _version_of(db, app, version_id)
+            store = AppRepository(db)
+            app = store.find(app_ref)
+            version = store.version_of(app, version_id)
         analysis = analyse(parse_flow(version.graph), self._registry, self, app.slug)
         if not analysis.ok:
             raise FlowInvalidError(analysis.problems)
         with session(self._engine) as db:
-            app = _find_app(db, app_ref)
-            _version_of(db, app, version_id)
+            store = AppRepository(db)
+            app = store.find(app_ref)
+            store.version_of(app, version_id)
             app.published_version_id = version_id
             app.updated_at = utcnow()
             db.commit()
@@ -428,7 +366,8 @@ class AppService:
         if published is not None and not 0 <= published < len(versions):
             raise InputError(f"published: no version at index {published}")
         with session(self._engine) as db:
-            self._insert_app(db, app)
+            store = AppRepository(db)
+            store.add(app)
             rows: list[Version] = []
             for index, (item, flow) in enumerate(zip(versions, saved, strict=True)):
                 row = Version(
@@ -440,8 +379,7 @@ class AppService:
                     note=item.note,
                     author=item.author,
                 )
-                db.add(row)
-                db.flush()  # in order: a version's parent is inserted before it
+                store.add_version(row)
                 rows.append(row)
             if published is not None:
                 app.published_version_id = rows[published].id
@@ -457,17 +395,3 @@ class AppService:
             name=_check_text("name", name, MAX_NAME, required=True),
             description=_check_text("description", description),
         )
-
-    @staticmethod
-    def _insert_app(db: Session, app: App) -> None:
-        """Adds and flushes the app; a taken slug is a ConflictError (and rolls back)."""
-        taken = ConflictError(f"slug {app.slug!r} is taken by another app", code="slug_taken")
-        if db.exec(select(App.id).where(App.slug == app.slug)).first() is not None:
-            raise taken
-        db.add(app)
-        try:
-            db.flush()
-        except IntegrityError:
-            # Taken between the check and the insert, by a concurrent request.
-            db.rollback()
-            raise taken from None
