@@ -12,13 +12,13 @@ import hashlib
 import secrets
 from datetime import timedelta
 
-from sqlalchemy import Engine, or_, update
-from sqlmodel import col, select
+from sqlalchemy import Engine
 
-from dagwright.errors import InputError, NotFoundError
+from dagwright.errors import InputError
 from dagwright.services.changes import Change, Changes
 from dagwright.store.db import session
-from dagwright.store.models import ApiKey, App, utcnow
+from dagwright.store.keys import KeyRepository
+from dagwright.store.models import ApiKey, utcnow
 
 KEY_PREFIX = "dw_"
 SHOWN_PREFIX = 10  # characters kept in clear: "dw_" and 7 more
@@ -48,28 +48,19 @@ class KeyService:
             hash=key_hash(plaintext),
         )
         with session(self._engine) as db:
-            if db.get(App, app_id) is None:
-                raise NotFoundError(f"no app {app_id!r}", code="app_not_found")
-            db.add(key)
+            KeyRepository(db).add(key)
             db.commit()
         return key, plaintext
 
     def list(self, app_id: str) -> builtins.list[ApiKey]:
         """The app's keys, revoked ones included, oldest first."""
         with session(self._engine) as db:
-            query = (
-                select(ApiKey)
-                .where(ApiKey.app_id == app_id)
-                .order_by(col(ApiKey.created_at), col(ApiKey.id))
-            )
-            return builtins.list(db.exec(query).all())
+            return KeyRepository(db).of_app(app_id)
 
     def revoke(self, app_id: str, key_id: str) -> ApiKey:
         """Revokes the key (again is fine: the first revocation time stays)."""
         with session(self._engine) as db:
-            key = db.get(ApiKey, key_id)
-            if key is None or key.app_id != app_id:
-                raise NotFoundError(f"no API key {key_id!r} for this app", code="key_not_found")
+            key = KeyRepository(db).find(app_id, key_id)
             if key.revoked_at is not None:
                 return key
             key.revoked_at = utcnow()
@@ -82,22 +73,14 @@ class KeyService:
         if not isinstance(plaintext, str) or not plaintext.startswith(KEY_PREFIX):
             return None
         with session(self._engine) as db:
-            key = db.exec(select(ApiKey).where(ApiKey.hash == key_hash(plaintext))).first()
+            store = KeyRepository(db)
+            key = store.by_hash(key_hash(plaintext))
             if key is None or key.revoked_at is not None:
                 return None
             now = utcnow()
             cutoff = now - LAST_USED_EVERY
             if key.last_used_at is None or key.last_used_at <= cutoff:
-                # Conditional, so replicas verifying the same key at once write it once.
-                db.exec(
-                    update(ApiKey)
-                    .where(col(ApiKey.id) == key.id)
-                    .where(
-                        or_(col(ApiKey.last_used_at).is_(None), col(ApiKey.last_used_at) <= cutoff)
-                    )
-                    .values(last_used_at=now)
-                    .execution_options(synchronize_session=False)
-                )
+                store.mark_used(key, now, unless_since=cutoff)
                 db.commit()
             db.expunge(key)
         if key.last_used_at is None or key.last_used_at <= cutoff:

@@ -13,13 +13,11 @@ from pathlib import Path
 
 from cryptography.fernet import Fernet, InvalidToken
 from sqlalchemy import Engine
-from sqlalchemy.exc import IntegrityError
-from sqlmodel import select
 
-from dagwright.errors import DagwrightError, InputError
+from dagwright.errors import ConflictError, DagwrightError, InputError
 from dagwright.secrets import SecretNotFoundError, Secrets, check_secret_name
 from dagwright.store.db import session
-from dagwright.store.models import Secret, utcnow
+from dagwright.store.secrets import SecretRepository
 
 SECRET_KEY_ENV = "DAGWRIGHT_SECRET_KEY"
 KEY_FILE = "secret.key"
@@ -113,8 +111,7 @@ class DatabaseSecrets(Secrets):
     def get(self, name: str) -> str:
         _check_name(name)
         with session(self._engine) as db:
-            row = db.get(Secret, name)
-            ciphertext = None if row is None else row.ciphertext
+            ciphertext = SecretRepository(db).ciphertext(name)
         if ciphertext is None:
             raise SecretNotFoundError(
                 name, f"secret {name!r} is not set: add it to the secret store"
@@ -126,7 +123,7 @@ class DatabaseSecrets(Secrets):
 
     def names(self) -> list[str]:
         with session(self._engine) as db:
-            return sorted(db.exec(select(Secret.name)).all())
+            return SecretRepository(db).names()
 
     def set(self, name: str, value: str) -> None:
         """Creates the secret or replaces its value."""
@@ -135,28 +132,17 @@ class DatabaseSecrets(Secrets):
             # As with environment secrets: an empty value is a mistake, not a credential.
             raise InputError(f"secret {name!r}: the value must be non-empty text")
         ciphertext = self._fernet.encrypt(value.encode("utf-8")).decode("ascii")
-        for attempt in range(2):
+        for _attempt in range(2):
             with session(self._engine) as db:
-                row = db.get(Secret, name)
-                if row is None:
-                    db.add(Secret(name=name, ciphertext=ciphertext))
-                else:
-                    row.ciphertext = ciphertext
-                    row.updated_at = utcnow()
-                try:
+                if SecretRepository(db).put(name, ciphertext):
                     db.commit()
                     return
-                except IntegrityError:
-                    # Created by a concurrent call since we looked: replace it instead.
-                    db.rollback()
-                    if attempt:
-                        raise
+            # Created by a concurrent call since it was looked up: replace it instead.
+        raise ConflictError(f"secret {name!r}: written concurrently, try again", "secret_busy")
 
     def delete(self, name: str) -> None:
         _check_name(name)
         with session(self._engine) as db:
-            row = db.get(Secret, name)
-            if row is None:
+            if not SecretRepository(db).delete(name):
                 raise SecretNotFoundError(name, f"secret {name!r} is not set")
-            db.delete(row)
             db.commit()
