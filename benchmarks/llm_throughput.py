@@ -32,7 +32,7 @@ from dagwright.registry import Registry
 from dagwright.runtime import (
     Executor,
     ExecutorOptions,
-    NodeMessage,
+    NodeUsage,
     RunResult,
     compile_flow,
     parse_flow,
@@ -188,10 +188,10 @@ async def concurrent_runs(
         raise SystemExit(f"{len(failed)} runs failed, e.g. {failed[0].error}")
     run_latencies = [elapsed for elapsed, _ in outcomes]
     call_latencies = [
-        event.data["latency"]
+        event.call.latency
         for _, result in outcomes
         for event in result.events
-        if isinstance(event, NodeMessage) and event.kind == "usage"
+        if isinstance(event, NodeUsage) and event.call.latency is not None
     ]
     return {
         "throughput": runs / wall,

@@ -71,7 +71,7 @@ async def _ask(
         logprobs=model.logprobs,
     )
     result = await ctx.service(LLMGateway).chat(model.provider, request)
-    ctx.record_usage(result.usage, **result.details())
+    ctx.record_usage(result.usage, result.call)
     logprobs: list[float | None] = [None] * len(result.choices)
     if model.logprobs:
         logprobs = result.logprobs

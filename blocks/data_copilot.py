@@ -49,7 +49,7 @@ async def _ask(ctx: NodeContext, choice: ModelChoice, tag: str, prompt: str) -> 
         temperature=0.0,
     )
     result = await ctx.service(LLMGateway).chat(choice.provider, request)
-    ctx.record_usage(result.usage, **result.details())
+    ctx.record_usage(result.usage, result.call)
     return result.choices[0]
 
 
@@ -138,7 +138,7 @@ async def dc_design(
 
     async def embed(texts: list[str]) -> list[list[float]]:
         result = await gateway.embed(config.provider, texts)
-        ctx.record_usage(result.usage, **result.details())
+        ctx.record_usage(result.usage, result.call)
         return result.vectors
 
     async def try_(interface: Interface, args: dict[str, Any]) -> Any:

@@ -168,7 +168,7 @@ async def _call(ctx: NodeContext, config: ChatConfig, request: ChatRequest) -> C
 
     gateway = ctx.service(LLMGateway)
     result = await gateway.chat(config.provider, request, _token_events(ctx, config.stream))
-    ctx.record_usage(result.usage, **result.details())
+    ctx.record_usage(result.usage, result.call)
     return result
 
 
@@ -302,7 +302,7 @@ async def completion(config: CompletionConfig, ctx: NodeContext, **variables: An
         stop=config.stop,
         on_delta=_token_events(ctx, config.stream),
     )
-    ctx.record_usage(result.usage, **result.details())
+    ctx.record_usage(result.usage, result.call)
     return result.choices[0]
 
 
@@ -322,5 +322,5 @@ async def embedding(config: EmbeddingConfig, ctx: NodeContext, text: str) -> lis
     result = await gateway.embed(
         config.provider, [text], model=config.model, dimensions=config.dimensions
     )
-    ctx.record_usage(result.usage, **result.details())
+    ctx.record_usage(result.usage, result.call)
     return result.vectors[0]

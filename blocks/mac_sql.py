@@ -44,7 +44,7 @@ async def _ask(ctx: NodeContext, config: ModelChoice, prompt: str) -> str:
         max_tokens=config.max_tokens,
     )
     result = await ctx.service(LLMGateway).chat(config.provider, request)
-    ctx.record_usage(result.usage, **result.details())
+    ctx.record_usage(result.usage, result.call)
     return result.choices[0]
 
 

@@ -15,6 +15,7 @@ from dagwright.runtime import (
     Executor,
     ExecutorOptions,
     NodeMessage,
+    NodeUsage,
     RunResult,
     build_trace,
     compile_flow,
@@ -79,7 +80,7 @@ async def test_chat_streams_tokens_and_accounts(gateway: LLMGateway) -> None:
     messages = [e for e in result.events if isinstance(e, NodeMessage)]
     tokens = "".join(e.data["text"] for e in messages if e.kind == "token")
     assert tokens == "12,000"
-    usage = next(e for e in messages if e.kind == "usage")
+    usage = next(e for e in result.events if isinstance(e, NodeUsage))
     assert usage.data["scripted"] is True
     assert usage.data["provider"] == "scripted"
     assert usage.data["attempts"] == 1

@@ -18,6 +18,7 @@ from dagwright.runtime import (
     NodeMessage,
     NodeSkipped,
     NodeStarted,
+    NodeUsage,
     RunFinished,
     RunStarted,
     build_trace,
@@ -510,7 +511,7 @@ async def test_services_and_usage_are_summed_per_node_and_run() -> None:
     assert (result.usage.cost, result.usage.calls) == (1.0, 2)
     trace = build_trace(result.events, plan.blocks())
     assert trace["a"].usage.total_tokens == 15
-    usage_event = next(e for e in result.events if isinstance(e, NodeMessage))
+    usage_event = next(e for e in result.events if isinstance(e, NodeUsage))
     assert usage_event.kind == "usage"
     assert usage_event.data["model"] == "m"
     assert result.events[-1].to_dict()["usage"]["calls"] == 2

@@ -8,7 +8,7 @@ from typing import Any, TypedDict
 
 from pydantic import BaseModel
 
-from dagwright.registry import NodeContext, Route, Usage, block
+from dagwright.registry import ModelCall, NodeContext, Route, Usage, block
 
 
 class ValueConfig(BaseModel):
@@ -123,7 +123,9 @@ class Greeter:
 async def t_metered(ctx: NodeContext, x: Any = None) -> str:
     """Asks the run for a Greeter and accounts for a pretend model call."""
     greeter = ctx.service(Greeter)
-    ctx.record_usage(Usage(prompt_tokens=10, completion_tokens=5, cost=0.5, calls=1), model="m")
+    ctx.record_usage(
+        Usage(prompt_tokens=10, completion_tokens=5, cost=0.5, calls=1), ModelCall(model="m")
+    )
     return greeter.greeting
 
 

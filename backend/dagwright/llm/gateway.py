@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from dagwright.errors import DagwrightError
 from dagwright.llm.providers import ProviderConfig, ProviderSettings
 from dagwright.llm.recording import Recorder
-from dagwright.registry.context import Usage
+from dagwright.registry.context import ModelCall, Usage
 from dagwright.secrets import Secrets
 
 if TYPE_CHECKING:
@@ -102,16 +102,17 @@ class CallResult:
     def usage(self) -> Usage:
         return Usage(self.prompt_tokens, self.completion_tokens, self.cost, 1)
 
-    def details(self) -> dict[str, Any]:
-        """What a usage event shows of the call, besides the token counts."""
-        return {
-            "provider": self.provider,
-            "model": self.model,
-            "latency": round(self.latency, 6),
-            "attempts": self.attempts,
-            "scripted": self.scripted,
-            "tokens_estimated": self.tokens_estimated,
-        }
+    @property
+    def call(self) -> ModelCall:
+        """What a usage event says of the call besides the counts."""
+        return ModelCall(
+            self.provider,
+            self.model,
+            round(self.latency, 6),
+            self.attempts,
+            self.scripted,
+            self.tokens_estimated,
+        )
 
 
 def _token_dict(item: Any) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from dagwright.registry.block import (
     block,
     spec_of,
 )
-from dagwright.registry.context import MissingServiceError, NodeContext, Usage
+from dagwright.registry.context import MissingServiceError, ModelCall, NodeContext, Usage
 from dagwright.registry.registry import Registry
 from dagwright.registry.types import Compat, checker_for, compatibility, type_name
 
@@ -22,6 +22,7 @@ __all__ = [
     "Category",
     "Compat",
     "MissingServiceError",
+    "ModelCall",
     "NoConfig",
     "NodeContext",
     "PortSpec",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Final, TypeVar
 
 from dagwright.errors import DagwrightError
 
@@ -30,6 +30,50 @@ class Usage:
         self.cost += other.cost
         self.calls += other.calls
 
+    def to_dict(self) -> dict[str, Any]:
+        """Its JSON form, in run and node records, events and the API: {prompt_tokens,
+        completion_tokens, cost, calls}."""
+        return {
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "cost": self.cost,
+            "calls": self.calls,
+        }
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Usage:
+        """Read back from its JSON form (a key missing or null counts as none)."""
+        return cls(
+            int(data.get("prompt_tokens") or 0),
+            int(data.get("completion_tokens") or 0),
+            float(data.get("cost") or 0.0),
+            int(data.get("calls") or 0),
+        )
+
+
+@dataclass(slots=True, frozen=True)
+class ModelCall:
+    """Which model answered a call and how: what a usage event says besides the counts."""
+
+    provider: str | None = None
+    model: str | None = None
+    latency: float | None = None  # seconds from the first attempt to the answer
+    attempts: int | None = None
+    scripted: bool = False  # answered by dagwright's scripted server, not a model
+    tokens_estimated: bool = False  # the provider reported no usage; counted as chars / 4
+
+    def to_dict(self) -> dict[str, Any]:
+        """Its JSON form in a usage event: what is known of the call (no null fields)."""
+        known = (
+            ("provider", self.provider),
+            ("model", self.model),
+            ("latency", self.latency),
+            ("attempts", self.attempts),
+            ("scripted", self.scripted),
+            ("tokens_estimated", self.tokens_estimated),
+        )
+        return {name: value for name, value in known if value is not None}
+
 
 class MissingServiceError(DagwrightError):
     """A block needs a service (model providers, secrets...) that the run was not given."""
@@ -39,8 +83,11 @@ class MissingServiceError(DagwrightError):
 
 # emit(node_id, kind, data): the runtime turns it into a NodeMessage event.
 EmitFn = Callable[[str, str, dict[str, Any]], None]
-# record(node_id, usage, details): the runtime adds usage to the node's and run's totals.
-UsageFn = Callable[[str, Usage, dict[str, Any]], None]
+# record(node_id, usage, call): the runtime adds usage to the node's and run's totals.
+UsageFn = Callable[[str, Usage, ModelCall], None]
+
+
+_UNKNOWN_CALL: Final = ModelCall()
 
 
 class NodeContext:
@@ -66,9 +113,10 @@ class NodeContext:
         """Report progress (a token delta, a log line...) as a live event of this node."""
         self._emit(self.node_id, kind, data)
 
-    def record_usage(self, usage: Usage, **details: Any) -> None:
-        """Account for a model call: summed per node and per run, and shown as an event."""
-        self._record(self.node_id, usage, details)
+    def record_usage(self, usage: Usage, call: ModelCall | None = None) -> None:
+        """Account for a model call (`call`: which model answered, if known): summed per node
+        and per run, and shown as a usage event."""
+        self._record(self.node_id, usage, call if call is not None else _UNKNOWN_CALL)
 
     def service(self, kind: type[T]) -> T:
         """The run's instance of a service, looked up by its class."""

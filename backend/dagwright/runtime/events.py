@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field, fields, is_dataclass
 from typing import Any, ClassVar, Literal
 
-from dagwright.registry.context import Usage
+from dagwright.registry.context import ModelCall, Usage
 
 RunStatus = Literal["succeeded", "failed", "cancelled"]
 
@@ -91,6 +91,32 @@ class NodeMessage(NodeEvent):
     type: ClassVar[str] = "node_message"
     kind: str
     data: dict[str, Any]
+
+
+@dataclass(slots=True)
+class NodeUsage(NodeEvent):
+    """A model call a node made: what it spent and which model answered. The stream shows it
+    as it always has, a node message of kind "usage" whose data holds both."""
+
+    type: ClassVar[str] = "node_message"
+    kind: ClassVar[str] = "usage"
+    usage: Usage
+    call: ModelCall
+
+    @property
+    def data(self) -> dict[str, Any]:
+        """The message's data on the stream: the call's details, then the counts."""
+        return {**self.call.to_dict(), **self.usage.to_dict()}
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "type": self.type,
+            "run_id": self.run_id,
+            "t": self.t,
+            "node": self.node,
+            "kind": self.kind,
+            "data": self.data,
+        }
 
 
 @dataclass(slots=True)

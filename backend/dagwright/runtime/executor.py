@@ -25,11 +25,11 @@ import uuid
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from dagwright.errors import DagwrightError, InputError
-from dagwright.registry import NodeContext, Route, Usage
+from dagwright.registry import ModelCall, NodeContext, Route, Usage
 from dagwright.runtime.error_policy import call_with_retries, describe, error_record
 from dagwright.runtime.events import (
     NodeCancelled,
@@ -38,6 +38,7 @@ from dagwright.runtime.events import (
     NodeMessage,
     NodeSkipped,
     NodeStarted,
+    NodeUsage,
     RunError,
     RunEvent,
     RunFinished,
@@ -379,12 +380,12 @@ class Run:
     def _emit_message_threadsafe(self, node_id: str, kind: str, data: dict[str, Any]) -> None:
         self._loop.call_soon_threadsafe(self._emit_message, node_id, kind, data)
 
-    def _record_usage(self, node_id: str, usage: Usage, details: dict[str, Any]) -> None:
+    def _record_usage(self, node_id: str, usage: Usage, call: ModelCall) -> None:
         self._usage.add(usage)
-        self._emit_message(node_id, "usage", {**details, **asdict(usage)})
+        self._emit(NodeUsage(self.run_id, self._now(), node_id, usage, call))
 
-    def _record_usage_threadsafe(self, node_id: str, usage: Usage, details: dict[str, Any]) -> None:
-        self._loop.call_soon_threadsafe(self._record_usage, node_id, usage, details)
+    def _record_usage_threadsafe(self, node_id: str, usage: Usage, call: ModelCall) -> None:
+        self._loop.call_soon_threadsafe(self._record_usage, node_id, usage, call)
 
     # -- the run -------------------------------------------------------------------------
 

@@ -20,6 +20,7 @@ from dagwright.runtime.events import (
     NodeMessage,
     NodeSkipped,
     NodeStarted,
+    NodeUsage,
     RunEvent,
 )
 
@@ -95,23 +96,19 @@ class RunTrace:
     def apply(self, event: RunEvent) -> NodeTrace | None:
         """Fold one event in; returns the node's trace when the event settled the node
         (finished, failed, cancelled or skipped), else None."""
-        if isinstance(event, NodeMessage):
+        if isinstance(event, NodeUsage):
             trace = self._of(event.node)
             if self._keep_messages:
                 trace.messages.append({"kind": event.kind, "t": event.t, **event.data})
-            if event.kind == "usage":
-                data = event.data
-                trace.usage.add(
-                    Usage(
-                        data.get("prompt_tokens", 0),
-                        data.get("completion_tokens", 0),
-                        data.get("cost", 0.0),
-                        data.get("calls", 0),
-                    )
-                )
-                trace.metered = True
-                trace.model = data.get("model")
-                trace.scripted = trace.scripted or bool(data.get("scripted"))
+            trace.usage.add(event.usage)
+            trace.metered = True
+            trace.model = event.call.model
+            trace.scripted = trace.scripted or event.call.scripted
+            return None
+        if isinstance(event, NodeMessage):
+            if self._keep_messages:
+                trace = self._of(event.node)
+                trace.messages.append({"kind": event.kind, "t": event.t, **event.data})
             return None
         if isinstance(event, NodeStarted):
             trace = self._of(event.node)

@@ -26,8 +26,8 @@ from dagwright.runtime.events import (
     NodeCancelled,
     NodeFailed,
     NodeFinished,
-    NodeMessage,
     NodeStarted,
+    NodeUsage,
     RunEvent,
     RunFinished,
     RunStarted,
@@ -146,9 +146,8 @@ class RunSpans:
     # -- events --------------------------------------------------------------------------
 
     def on(self, event: RunEvent) -> None:
-        if isinstance(event, NodeMessage):
-            if event.kind == "usage":
-                self._model_call(event)
+        if isinstance(event, NodeUsage):
+            self._model_call(event)
         elif isinstance(event, NodeStarted):
             self._links.node_started(self.run_id, event.node)
             attributes = {"dagwright.node": event.node, "dagwright.block": event.block}
@@ -182,22 +181,16 @@ class RunSpans:
         elif isinstance(event, RunFinished):
             self._run_finished(event)
 
-    def _model_call(self, event: NodeMessage) -> None:
-        data = event.data
-        usage = Usage(
-            int(data.get("prompt_tokens", 0)),
-            int(data.get("completion_tokens", 0)),
-            float(data.get("cost", 0.0)),
-            int(data.get("calls", 1)),
-        )
+    def _model_call(self, event: NodeUsage) -> None:
+        usage, call = event.usage, event.call
         node = self._nodes.get(event.node)
         if node is None:  # usage of a node whose start was not seen: counted, not drawn
             return
         node.usage.add(usage)
         node.calls += 1
-        model = str(data.get("model") or "unknown")
-        provider = str(data.get("provider") or "unknown")
-        latency = float(data.get("latency") or 0.0)
+        model = call.model or "unknown"
+        provider = call.provider or "unknown"
+        latency = call.latency or 0.0
         attributes: Attributes = {
             "gen_ai.operation.name": "chat",
             "gen_ai.provider.name": provider,
@@ -205,10 +198,10 @@ class RunSpans:
             "gen_ai.request.model": model,
             "gen_ai.response.model": model,
             **_usage_attributes(usage),
-            "dagwright.scripted": bool(data.get("scripted")),
+            "dagwright.scripted": call.scripted,
         }
-        if "attempts" in data:
-            attributes["dagwright.attempts"] = int(data["attempts"])
+        if call.attempts is not None:
+            attributes["dagwright.attempts"] = call.attempts
         self._span(
             f"chat {model}",
             f"call:{event.node}:{node.calls}",

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from dagwright.errors import DagwrightError
+from dagwright.runtime.events import NodeUsage
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
@@ -146,8 +147,7 @@ class InProcessAgentCaller(AgentCaller):
         if usage is not None:
             # Say when the scripted model answered (never present its answers as a model's).
             usage["scripted"] = any(
-                getattr(event, "kind", None) == "usage" and event.data.get("scripted")  # type: ignore[attr-defined]
-                for event in live.run.events
+                isinstance(event, NodeUsage) and event.call.scripted for event in live.run.events
             )
         return AgentReply(
             dict(record.outputs or {}), usage, record.id, time.perf_counter() - started
