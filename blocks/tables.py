@@ -13,12 +13,10 @@ servers and flows that use no table pay nothing.
 from __future__ import annotations
 
 import asyncio
-import functools
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from dagwright.embedding.embedder import Embedder
 from dagwright.errors import DataError
 from dagwright.registry import NodeContext, block
 from dagwright.tabular import TableAccess
@@ -245,14 +243,6 @@ class SchemaLookupConfig(BaseModel):
     )
 
 
-@functools.cache
-def _local_embedder(spec: str) -> Embedder:
-    # Local embedders load a model once per process; remote ones go through the gateway.
-    from dagwright.embedding.embedders import CachedEmbedder, make_embedder
-
-    return CachedEmbedder(make_embedder(spec, None))
-
-
 @block(
     "schema_lookup",
     category="tool",
@@ -284,16 +274,8 @@ async def schema_lookup(
         return names, _infos(engine, names), _samples(engine, names, config.sample_rows)
 
     names, infos, samples = await asyncio.to_thread(gather)
-    embedder: Embedder | None = None
-    if config.embedder:
-        if config.embedder.startswith("openai"):
-            from dagwright.embedding.embedders import CachedEmbedder, make_embedder
-            from dagwright.llm.gateway import LLMGateway
-
-            gateway = ctx.service(LLMGateway)
-            embedder = CachedEmbedder(make_embedder(config.embedder, gateway))
-        else:
-            embedder = _local_embedder(config.embedder)
+    # The process makes the embedder (a provider's goes through its model gateway).
+    embedder = ctx.service(TableAccess).embedder(config.embedder) if config.embedder else None
     matches = await lookup(
         question,
         infos,

@@ -315,23 +315,23 @@ def test_help_lists_the_commands_loaded_on_use() -> None:
 def test_services_are_built_when_a_block_first_asks() -> None:
     from contextlib import ExitStack
 
-    from dagwright.cli.execution import LazyServices
     from dagwright.registry import MissingServiceError, NodeContext
+    from dagwright.registry.services import BlockServices
     from dagwright.secrets import EnvSecrets, Secrets
     from dagwright.tabular import TableAccess
 
     built: list[str] = []
 
-    def tables(stack: ExitStack) -> object:
-        built.append("tables")
-        access = TableAccess(lambda: None)  # type: ignore[arg-type]
-        stack.callback(lambda: built.append("closed"))
-        return access
-
     with ExitStack() as stack:
-        services = LazyServices(
-            {Secrets: EnvSecrets()}, {"dagwright.tabular.TableAccess": tables}, stack
-        )
+
+        def tables() -> object:
+            built.append("tables")
+            access = TableAccess(lambda: None)  # type: ignore[arg-type]
+            stack.callback(lambda: built.append("closed"))
+            return access
+
+        services = BlockServices({Secrets: EnvSecrets()})
+        services.provide_lazily("dagwright.tabular.TableAccess", tables)
         context = NodeContext("run", "node", lambda *_: None, lambda *_: None, services)
         assert built == []
         assert services.built() == ["dagwright.secrets.Secrets"]

@@ -18,7 +18,7 @@ from dagwright.errors import (
     UnknownBlockError,
 )
 from dagwright.registry import NodeContext, Registry, Route, block
-from dagwright.registry.registry import BLOCKS_PATH_ENV
+from dagwright.settings import load_settings
 
 
 class Config(BaseModel):
@@ -172,8 +172,8 @@ def test_user_block_folder_loads_without_other_changes(
             return text.upper() + "!"
     ''')
     )
-    monkeypatch.setenv(BLOCKS_PATH_ENV, str(tmp_path))
-    registry = Registry.default()
+    monkeypatch.setenv("DAGWRIGHT_BLOCKS_PATH", str(tmp_path))
+    registry = Registry.default(load_settings().block_folders)
     assert registry.get("user_shout").fn(text="hi") == "HI!"
     assert "text_input" in registry
 

@@ -19,6 +19,7 @@ from dagwright.services.secret_store import (
     SecretDecryptError,
     master_key_from,
 )
+from dagwright.settings import load_settings
 from support.database import clear
 
 KEY = Fernet.generate_key()
@@ -107,7 +108,7 @@ def test_another_master_key_cannot_read_the_values(store: DatabaseSecrets, engin
 
 def test_master_key_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("DAGWRIGHT_SECRET_KEY", KEY.decode())
-    assert master_key_from(tmp_path) == KEY
+    assert master_key_from(tmp_path, load_settings().secret_key) == KEY
     assert not (tmp_path / "secret.key").exists()
 
 
@@ -116,7 +117,7 @@ def test_a_bad_master_key_in_the_environment(
 ) -> None:
     monkeypatch.setenv("DAGWRIGHT_SECRET_KEY", "not-a-key")
     with pytest.raises(MasterKeyError, match="DAGWRIGHT_SECRET_KEY is not a Fernet key"):
-        master_key_from(tmp_path)
+        master_key_from(tmp_path, load_settings().secret_key)
 
 
 def test_a_key_file_is_made_once_readable_by_its_owner_only(
@@ -124,7 +125,7 @@ def test_a_key_file_is_made_once_readable_by_its_owner_only(
 ) -> None:
     monkeypatch.delenv("DAGWRIGHT_SECRET_KEY", raising=False)
     data = tmp_path / "data"
-    key = master_key_from(data)
+    key = master_key_from(data, load_settings().secret_key)
     path = data / "secret.key"
     assert stat.S_IMODE(path.stat().st_mode) == 0o600
     assert path.read_bytes().strip() == key

@@ -1,14 +1,15 @@
-"""Server settings, from the environment (and the `dagwright serve` options)."""
+"""The server's settings: the process's (settings.py) with the `dagwright serve` options,
+checked for what a server must not start with."""
 
 from __future__ import annotations
 
 import ipaddress
-import os
 import socket
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from dagwright.errors import DagwrightError
+from dagwright.settings import Settings, load_settings
 
 
 class ServerConfigError(DagwrightError):
@@ -39,25 +40,45 @@ class ServerSettings:
     # The deadline of a published run, in seconds, unless its app sets its own
     # (settings.run_timeout_s): a run still going then fails with `run_timeout`.
     run_timeout: float = 300.0
+    # Everything else the process is configured with (model providers, data sources...).
+    process: Settings = field(default_factory=load_settings)
 
     @classmethod
     def from_env(cls, host: str | None = None, port: int | None = None) -> ServerSettings:
-        env = os.environ
-        origins = [o.strip() for o in env.get("DAGWRIGHT_CORS_ORIGINS", "").split(",") if o]
+        """The process's settings (environment, settings file) with these options."""
+        return cls.from_settings(load_settings(), host, port)
+
+    @classmethod
+    def from_settings(
+        cls, process: Settings, host: str | None = None, port: int | None = None
+    ) -> ServerSettings:
         settings = cls(
-            host=host or env.get("DAGWRIGHT_HOST", "127.0.0.1"),
-            port=port or int(env.get("DAGWRIGHT_PORT", "8000")),
-            data_dir=Path(env.get("DAGWRIGHT_DATA_DIR", "data")),
-            database_url=env.get("DAGWRIGHT_DATABASE_URL") or None,
-            admin_token=env.get("DAGWRIGHT_ADMIN_TOKEN") or None,
-            cors_origins=origins,
-            rate_limit=float(env.get("DAGWRIGHT_RATE_LIMIT", "100")),
-            replica=env.get("DAGWRIGHT_REPLICA") or socket.gethostname(),
-            max_body_bytes=int(env.get("DAGWRIGHT_MAX_BODY_BYTES", str(2 * 1024 * 1024))),
-            run_timeout=float(env.get("DAGWRIGHT_RUN_TIMEOUT", "300")),
+            host=host or process.host,
+            port=port or process.port,
+            data_dir=process.data_dir,
+            database_url=process.database_url,
+            admin_token=process.admin_token,
+            cors_origins=process.cors_origin_list,
+            rate_limit=process.rate_limit,
+            replica=process.replica,
+            max_body_bytes=process.max_body_bytes,
+            run_timeout=process.run_timeout,
+            process=process,
         )
         settings.check()
         return settings
+
+    def composed(self) -> Settings:
+        """The process's settings with this server's (a test's may differ from the
+        environment's): what the composition root builds the services from."""
+        return self.process.model_copy(
+            update={
+                "data_dir": self.data_dir,
+                "database_url": self.database_url,
+                "replica": self.replica,
+                "run_timeout": self.run_timeout,
+            }
+        )
 
     @property
     def admin_required(self) -> bool:

@@ -4,7 +4,6 @@ API), their tables, read-only SQL across them, and loading the demo datasets."""
 from __future__ import annotations
 
 import json
-import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -22,17 +21,10 @@ data_app = typer.Typer(help="Data sources, tables and SQL across them.", no_args
 
 def _service() -> DataSourceService:
     """The registry as the server has it: same database, same secret store."""
-    from dagwright.services.data_sources import DataSourceService, sources_from_settings_file
-    from dagwright.services.secret_store import DatabaseSecrets, master_key_from
-    from dagwright.store.db import data_directory, database_url, make_engine, migrate
+    from dagwright.composition import Composition
+    from dagwright.settings import load_settings
 
-    folder = data_directory()
-    engine = make_engine(os.environ.get("DAGWRIGHT_DATABASE_URL") or database_url(folder))
-    migrate(engine)
-    secrets = DatabaseSecrets(engine, master_key_from(folder))
-    return DataSourceService(
-        engine, secrets, file_sources=sources_from_settings_file(), demo_folder=folder / "demo"
-    )
+    return Composition(load_settings()).data_sources()
 
 
 def _fail(exc: DagwrightError) -> typer.Exit:

@@ -9,9 +9,8 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import AsyncExitStack, asynccontextmanager
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
@@ -145,63 +144,32 @@ async def _local(
     """The services `dagwright serve` would use (same data directory, database, sources,
     model providers), for the time of one command. The model gateway (and the scripted model
     server standing in when no provider is configured) only for commands that run apps."""
-    from dagwright.embedding.embedders import CachedEmbedder, make_embedder
-    from dagwright.embedding.service import ExampleStore
-    from dagwright.invocation import AppInvoker
-    from dagwright.llm.gateway import LLMGateway
-    from dagwright.llm.wiring import model_access
-    from dagwright.registry import Registry
-    from dagwright.runtime import Executor, ExecutorOptions
-    from dagwright.secrets import Secrets
-    from dagwright.services.apps import AppService
-    from dagwright.services.data_sources import DataSourceService, sources_from_settings_file
+    from dagwright.composition import Composition
     from dagwright.services.datasets import DatasetService
     from dagwright.services.evaluation_gates import GateService
     from dagwright.services.evaluations import EvaluationService
     from dagwright.services.feedback import FeedbackService
-    from dagwright.services.invoke import InProcessInvoker
-    from dagwright.services.runs.service import RunService
-    from dagwright.services.secret_store import DatabaseSecrets, master_key_from
-    from dagwright.store.db import data_directory, database_url, make_engine, migrate
-    from dagwright.tabular import TableAccess
+    from dagwright.settings import load_settings
 
-    async with AsyncExitStack() as stack:
-        folder = data_directory()
-        engine = make_engine(os.environ.get("DAGWRIGHT_DATABASE_URL") or database_url(folder))
-        stack.callback(engine.dispose)
-        migrate(engine)
-        secrets = DatabaseSecrets(engine, master_key_from(folder))
-        gateway = None
+    process = Composition(
+        load_settings(), notice=_note, record=record, replay=replay, replica="cli-eval"
+    )
+    try:
         if models:
-            gateway = stack.enter_context(
-                model_access(record=record, replay=replay, secrets=secrets, notice=_note)
-            )
-            stack.push_async_callback(gateway.aclose)
-        examples = ExampleStore.from_environment(
-            folder, lambda spec: CachedEmbedder(make_embedder(spec, gateway)), lazy=True
+            process.gateway()  # its notice (scripted model?) before the work starts
+        engine, apps, examples = process.database(), process.apps(), process.examples()
+        folder = process.data_dir()
+        datasets = DatasetService(
+            engine, process.data_sources(), folder / "sources" / "eval-datasets", examples
         )
-        stack.callback(examples.close)
-        data = DataSourceService(
-            engine, secrets, file_sources=sources_from_settings_file(), demo_folder=folder / "demo"
+        yield Local(
+            EvaluationService(engine, apps, process.runs(), datasets),
+            GateService(engine, apps),
+            FeedbackService(engine, apps, examples),
+            process.runs(),
         )
-        stack.callback(data.close)
-        services: dict[type, object] = {Secrets: secrets, ExampleStore: examples, TableAccess: data}
-        if gateway is not None:
-            services[LLMGateway] = gateway
-        apps = AppService(engine, Registry.default())
-        runs = RunService(engine, Executor(ExecutorOptions(services=services)), "cli-eval")
-        services[AppInvoker] = InProcessInvoker(apps, runs)
-        runs.start_writer()
-        try:
-            datasets = DatasetService(engine, data, folder / "sources" / "eval-datasets", examples)
-            yield Local(
-                EvaluationService(engine, apps, runs, datasets),
-                GateService(engine, apps),
-                FeedbackService(engine, apps, examples),
-                runs,
-            )
-        finally:
-            await runs.close()
+    finally:
+        await process.aclose()
 
 
 def _note(message: str) -> None:

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
     from dagwright.registry import Registry
     from dagwright.runtime import CompiledFlow, RunEvent, RunResult
+    from dagwright.settings import Settings
 
 # Commands defined elsewhere, loaded when used: name -> (module, attribute, help of a group).
 # A Typer attribute is a command group; a function is a single command.
@@ -90,11 +91,20 @@ def _to_json(value: Any) -> str:
     return json.dumps(to_jsonable_python(value, fallback=repr), ensure_ascii=False, indent=2)
 
 
-def _registry() -> Registry:
+def _settings() -> Settings:
+    from dagwright.settings import load_settings
+
+    try:
+        return load_settings()
+    except DagwrightError as exc:
+        raise fail(exc.message) from None
+
+
+def _registry(settings: Settings) -> Registry:
     from dagwright.registry import Registry
 
     try:
-        return Registry.default()
+        return Registry.default(settings.block_folders)
     except DagwrightError as exc:
         raise fail(exc.message) from None
 
@@ -187,12 +197,14 @@ def run(
     from dagwright.runtime import build_trace, compile_flow, load_flow
 
     inputs = parse_inputs(input_ or [])
-    registry = _registry()
+    settings = _settings()
+    registry = _registry(settings)
     try:
         plan = compile_flow(load_flow(flow_file), registry)
         result = run_plan(
             plan,
             inputs,
+            settings,
             node_timeout=timeout,
             record=record,
             replay=replay,
@@ -241,7 +253,7 @@ def validate(
     """Check a flow file and print every problem; exits non-zero when there are errors."""
     from dagwright.runtime import analyse, load_flow
 
-    registry = _registry()
+    registry = _registry(_settings())
     try:
         flow = load_flow(flow_file)
     except DagwrightError as exc:
@@ -270,7 +282,7 @@ def blocks(
     """List the registered blocks with their ports."""
     from dagwright.registry import type_name
 
-    registry = _registry()
+    registry = _registry(_settings())
     specs = [s for s in registry if category is None or s.category == category]
     if as_json:
         schema = registry.to_schema()
@@ -298,7 +310,8 @@ def demo(
     from dagwright.cli.execution import run_plan
     from dagwright.runtime import FlowInvalidError, compile_flow, load_flow
 
-    registry = _registry()
+    settings = _settings()
+    registry = _registry(settings)
     files = sorted(folder.glob("*.json"))
     if not files:
         raise fail(f"no flow files in {folder}")
@@ -306,7 +319,9 @@ def demo(
     for path in files:
         try:
             plan = compile_flow(load_flow(path), registry)
-            result = run_plan(plan, {}, notice=lambda message: typer.echo(f"   note: {message}"))
+            result = run_plan(
+                plan, {}, settings, notice=lambda message: typer.echo(f"   note: {message}")
+            )
         except FlowInvalidError as exc:
             failures += 1
             typer.echo(f"{path.name}: {exc.message}", err=True)

@@ -29,6 +29,7 @@ def serve(
     from dagwright.api.settings import ServerSettings
 
     if data_dir is not None:
+        # The environment carries it to the server processes uvicorn starts.
         os.environ["DAGWRIGHT_DATA_DIR"] = str(data_dir)
     try:
         settings = ServerSettings.from_env(host=host, port=port)
@@ -133,13 +134,10 @@ def _follow(
 
 
 def _app_service() -> Any:
-    from dagwright.registry import Registry
-    from dagwright.services.apps import AppService
-    from dagwright.store.db import data_directory, database_url, make_engine, migrate
+    from dagwright.composition import Composition
+    from dagwright.settings import load_settings
 
-    engine = make_engine(os.environ.get("DAGWRIGHT_DATABASE_URL") or database_url(data_directory()))
-    migrate(engine)
-    return AppService(engine, Registry.default())
+    return Composition(load_settings()).apps()
 
 
 def export(

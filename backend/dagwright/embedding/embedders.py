@@ -75,6 +75,11 @@ def _dimension(value: str, spec: str) -> int:
     return dimension
 
 
+def calls_a_provider(spec: str) -> bool:
+    """Whether the embedder of this spec calls a model provider (through the gateway)."""
+    return spec.strip().partition(":")[0] == "openai"
+
+
 def make_embedder(spec: str, gateway: LLMGateway | None) -> Embedder:
     """An embedder from its spec: "hashing[:dimension]" (default 256), "minilm" (local,
     offline), "openai[:provider[:model[:dimension]]]" (an empty part means its default; a

@@ -1,6 +1,6 @@
 """The block registry: finds blocks in the built-in library (dagwright.blocks, the top-level
-blocks/ folder) and in folders named by DAGWRIGHT_BLOCKS_PATH, checks them, and exports their
-JSON Schema for the editor.
+blocks/ folder) and in the folders it is given (DAGWRIGHT_BLOCKS_PATH), checks them, and
+exports their JSON Schema for the editor.
 """
 
 from __future__ import annotations
@@ -8,7 +8,6 @@ from __future__ import annotations
 import hashlib
 import importlib
 import importlib.util
-import os
 import pkgutil
 import sys
 from collections.abc import Iterable, Iterator
@@ -20,7 +19,6 @@ from dagwright.errors import DagwrightError, RegistryError, UnknownBlockError
 from dagwright.registry.block import CATEGORIES, BlockSpec, spec_of
 
 BUILTIN_PACKAGE = "dagwright.blocks"
-BLOCKS_PATH_ENV = "DAGWRIGHT_BLOCKS_PATH"
 
 
 class Registry:
@@ -46,11 +44,9 @@ class Registry:
         return cls(spec for module in modules for spec in _specs_in(module))
 
     @classmethod
-    def default(cls, extra_paths: Iterable[str | Path] | None = None) -> Registry:
-        """The built-in library plus every folder in DAGWRIGHT_BLOCKS_PATH (or extra_paths)."""
-        if extra_paths is None:
-            raw = os.environ.get(BLOCKS_PATH_ENV, "")
-            extra_paths = [p for p in raw.split(os.pathsep) if p]
+    def default(cls, extra_paths: Iterable[str | Path] = ()) -> Registry:
+        """The built-in library plus every folder of extra_paths (the process's: the
+        settings' DAGWRIGHT_BLOCKS_PATH)."""
         modules = list(_builtin_modules())
         problems: list[str] = []
         for folder in extra_paths:
@@ -115,7 +111,7 @@ def _builtin_modules() -> Iterator[ModuleType]:
 def _folder_modules(folder: Path, problems: list[str]) -> list[ModuleType]:
     """Import every .py file of a user's block folder under a private, stable module name."""
     if not folder.is_dir():
-        problems.append(f"{BLOCKS_PATH_ENV} names {folder}, which is not a folder")
+        problems.append(f"DAGWRIGHT_BLOCKS_PATH names {folder}, which is not a folder")
         return []
     modules = []
     digest = hashlib.sha1(str(folder.resolve()).encode()).hexdigest()[:8]

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import os
 import time
 import uuid
 from collections import deque
@@ -65,7 +64,7 @@ SKIPPED: Final = _Marker("SKIPPED")
 _PENDING: Final = _Marker("PENDING")
 
 DEFAULT_CONCURRENCY = 64
-THREADS_ENV = "DAGWRIGHT_THREADS"
+DEFAULT_THREADS = 128  # DAGWRIGHT_THREADS (settings.py)
 
 
 class NodeTimeoutError(DagwrightError):
@@ -86,9 +85,9 @@ class InputTypeError(DagwrightError):
 
 
 @functools.cache
-def _default_thread_pool() -> ThreadPoolExecutor:
+def shared_thread_pool(size: int = DEFAULT_THREADS) -> ThreadPoolExecutor:
+    """The process's pool of `size` threads for sync blocks (one per size asked for)."""
     # Threads start lazily, so a large bound costs nothing until sync blocks run in parallel.
-    size = int(os.environ.get(THREADS_ENV, "128"))
     return ThreadPoolExecutor(max_workers=size, thread_name_prefix="dagwright-block")
 
 
@@ -274,7 +273,7 @@ class Run:
         self._options = options
         self._input_values = input_values
         self._loop = asyncio.get_running_loop()
-        self._pool = options.thread_pool or _default_thread_pool()
+        self._pool = options.thread_pool or shared_thread_pool()
         nodes = plan.nodes
         self._values: list[list[Any]] = [[_PENDING] * len(n.port_names) for n in nodes]
         self._pending: list[list[int]] = [list(n.port_edge_counts) for n in nodes]

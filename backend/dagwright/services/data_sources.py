@@ -18,7 +18,6 @@ from __future__ import annotations
 import os
 import re
 import tempfile
-import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -28,8 +27,8 @@ from sqlalchemy import Engine
 from sqlmodel import select
 
 from dagwright.errors import ConflictError, DataError, NotFoundError
-from dagwright.llm.providers import DEFAULT_SETTINGS_FILE, SETTINGS_ENV
 from dagwright.secrets import Secrets
+from dagwright.settings import Settings
 from dagwright.store.db import session
 from dagwright.store.models import DataSource, utcnow
 from dagwright.tabular import TableAccess
@@ -37,59 +36,41 @@ from dagwright.tabular import TableAccess
 if TYPE_CHECKING:
     from dagwright.data import QueryEngine, QueryLimits
     from dagwright.data.connectors.common import SourcePaths
+    from dagwright.tabular import EmbedderFactory
 
 # The data layer (DuckDB, Arrow) is imported on first use: a server start does not pay for it.
 
 Origin = Literal["file", "demo", "api"]
-DEMO_ENV = "DAGWRIGHT_DEMO_SOURCES"  # "0" leaves the Figure 1 demo sources out
-# A ceiling on the whole process's memory (RLIMIT_DATA), e.g. "6GB": the one bound on what
-# DuckDB allocates outside its own memory limit (docs/security/data.md). Unset: none. It
-# counts address space (VmData, ~1.5 GB at rest), not resident memory: give it room.
-PROCESS_MEMORY_ENV = "DAGWRIGHT_PROCESS_MEMORY"
-# The query engine's limits (QueryLimits) an operator may set: variable -> field.
-QUERY_LIMITS_ENV = {
-    "DAGWRIGHT_QUERY_MEMORY": "memory_limit",  # DuckDB's memory limit, e.g. "2GB"
-    "DAGWRIGHT_QUERY_THREADS": "threads",
-    "DAGWRIGHT_QUERY_TEMP_DIR": "temp_directory",  # where DuckDB may spill (unset: never)
-    "DAGWRIGHT_QUERY_TEMP_SIZE": "max_temp_directory_size",  # at most this much there
-}
 
 
-def query_limits(environ: Mapping[str, str] | None = None) -> QueryLimits:
+def query_limits(settings: Settings) -> QueryLimits:
     """The engine's limits: the defaults of QueryLimits, with what DAGWRIGHT_QUERY_MEMORY,
     DAGWRIGHT_QUERY_THREADS, DAGWRIGHT_QUERY_TEMP_DIR and DAGWRIGHT_QUERY_TEMP_SIZE say."""
     from dagwright.data import QueryLimits
 
-    env = os.environ if environ is None else environ
-    given: dict[str, Any] = {}
-    for name, field in QUERY_LIMITS_ENV.items():
-        value = env.get(name, "").strip()
-        if value:
-            given[field] = value
-    if "threads" in given:
-        try:
-            given["threads"] = max(1, int(given["threads"]))
-        except ValueError:
-            raise DataError(
-                f"DAGWRIGHT_QUERY_THREADS={given['threads']!r} is not a number",
-                code="source_config",
-            ) from None
-    return QueryLimits(**given)
+    given: dict[str, Any] = {
+        "memory_limit": settings.query_memory,  # DuckDB's memory limit, e.g. "2GB"
+        "threads": settings.query_threads,
+        "temp_directory": settings.query_temp_dir,  # where DuckDB may spill (unset: never)
+        "max_temp_directory_size": settings.query_temp_size,  # at most this much there
+    }
+    return QueryLimits(**{field: value for field, value in given.items() if value is not None})
 
 
-def limit_process_memory(environ: Mapping[str, str] | None = None) -> int | None:
-    """Applies DAGWRIGHT_PROCESS_MEMORY as the soft RLIMIT_DATA of this process (the private
-    memory it may map: the heap, DuckDB's and Arrow's buffers) and returns it in bytes; None
-    when it is not set, not supported here, or a lower limit is already in force. Past it an
-    allocation fails: DuckDB reports that query's `query_memory`, Python a MemoryError,
-    instead of the kernel killing the server."""
-    value = (os.environ if environ is None else environ).get(PROCESS_MEMORY_ENV, "").strip()
+def limit_process_memory(value: str | None) -> int | None:
+    """Applies `value` (DAGWRIGHT_PROCESS_MEMORY, e.g. "6GB") as the soft RLIMIT_DATA of this
+    process (the private memory it may map: the heap, DuckDB's and Arrow's buffers) and
+    returns it in bytes; None when it is not set, not supported here, or a lower limit is
+    already in force. Past it an allocation fails: DuckDB reports that query's
+    `query_memory`, Python a MemoryError, instead of the kernel killing the server. It
+    counts address space (VmData, ~1.5 GB at rest), not resident memory: give it room."""
+    value = (value or "").strip()
     if not value or value == "0":
         return None
     match = re.fullmatch(r"([0-9]+(?:\.[0-9]+)?)\s*([kmgt]?)(i?)b?", value.lower())
     if match is None:
         raise DataError(
-            f"{PROCESS_MEMORY_ENV}={value!r} is not a size (e.g. 6GB)", code="source_config"
+            f"DAGWRIGHT_PROCESS_MEMORY={value!r} is not a size (e.g. 6GB)", code="source_config"
         )
     number, unit, binary = match.groups()
     scale = (1024 if binary else 1000) ** "_kmgt".index(unit or "_")
@@ -126,24 +107,6 @@ class SourceEntry:
         }
 
 
-def sources_from_settings_file(path: Path | None = None) -> dict[str, dict[str, Any]]:
-    """The `[sources.<name>]` tables of the settings file (DAGWRIGHT_SETTINGS, else
-    ./dagwright.toml when present); none without a file."""
-    if path is None:
-        named = os.environ.get(SETTINGS_ENV)
-        path = Path(named) if named else Path(DEFAULT_SETTINGS_FILE)
-        if not named and not path.is_file():
-            return {}
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise DataError(f"{path}: cannot read the sources: {exc}", code="source_config") from None
-    sources = data.get("sources", {})
-    if not isinstance(sources, dict) or not all(isinstance(v, dict) for v in sources.values()):
-        raise DataError(f"{path}: [sources.<name>] must be tables", code="source_config")
-    return sources
-
-
 def demo_sources(folder: Path) -> dict[str, dict[str, Any]]:
     """The paper's Figure 1 split across two systems: `hr` (SQLite: employee, department)
     and `payroll` (a CSV file: salary), built in `folder` once (atomically: several server
@@ -167,10 +130,10 @@ def demo_sources(folder: Path) -> dict[str, dict[str, Any]]:
 def fixed_sources(
     file_sources: Mapping[str, Mapping[str, Any]], demo_folder: Path | None
 ) -> dict[str, SourceEntry]:
-    """The sources that are not stored: the demo's (unless DAGWRIGHT_DEMO_SOURCES=0) and the
-    settings file's (which win over the demo's on a shared name)."""
+    """The sources that are not stored: the demo's (built in `demo_folder`, unless it is
+    None) and the settings file's (which win over the demo's on a shared name)."""
     entries: dict[str, SourceEntry] = {}
-    if demo_folder is not None and os.environ.get(DEMO_ENV, "1") != "0":
+    if demo_folder is not None:
         for name, settings in demo_sources(demo_folder).items():
             entries[name] = _entry(name, settings, "Figure 1 of the AutoTQA paper", "demo")
     for name, given in file_sources.items():
@@ -197,15 +160,24 @@ def engine_over(
     catalog = Catalog.from_config(
         config, secrets, paths=rule.with_roots(demo), defer_path_refusals=True
     )
-    return QueryEngine(catalog, limits or query_limits())
+    from dagwright.data import QueryLimits
+
+    return QueryEngine(catalog, limits or QueryLimits())
 
 
-def settings_table_access(secrets: Secrets, demo_folder: Path | None) -> TableAccess:
+def demo_folder(settings: Settings) -> Path | None:
+    """Where the Figure 1 demo sources are built; None when DAGWRIGHT_DEMO_SOURCES=0."""
+    return settings.data_dir / "demo" if settings.demo_sources else None
+
+
+def settings_table_access(
+    secrets: Secrets, settings: Settings, embedders: EmbedderFactory | None = None
+) -> TableAccess:
     """Table access for a process without the database (the command line): the settings
     file's sources and the demo's."""
-    return TableAccess(
-        lambda: engine_over(fixed_sources(sources_from_settings_file(), demo_folder), secrets)
-    )
+    fixed = fixed_sources(settings.sources, demo_folder(settings))
+    limits = query_limits(settings)
+    return TableAccess(lambda: engine_over(fixed, secrets, limits), embedders)
 
 
 class DataSourceService(TableAccess):
@@ -221,10 +193,12 @@ class DataSourceService(TableAccess):
         demo_folder: Path | None = None,
         limits: QueryLimits | None = None,
         data_dir: Path | None = None,
+        embedders: EmbedderFactory | None = None,
     ) -> None:
         """``data_dir``: the data directory, whose own files no source may read and whose
         `sources/` folder is a source root (default: the demo folder's parent, which is
-        <data dir>/demo for every caller, else DAGWRIGHT_DATA_DIR or ./data)."""
+        <data dir>/demo for every caller, else ./data). ``embedders``: what
+        `embedder(spec)` answers with (schema_lookup's ranking by meaning)."""
         self._db = engine
         self._secrets = secrets
         self._file_sources = {name: dict(s) for name, s in (file_sources or {}).items()}
@@ -234,16 +208,15 @@ class DataSourceService(TableAccess):
             data_dir = demo_folder.parent
         self._data_dir = data_dir
         self._paths: SourcePaths | None = None
-        limit_process_memory()
-        super().__init__(self._build_engine)
+        super().__init__(self._build_engine, embedders)
 
     def source_paths(self) -> SourcePaths:
         """The rule file and SQLite sources are checked against (made on first use: it is
         part of the data layer, which a server start does not import)."""
         if self._paths is None:
-            from dagwright.data.connectors.common import DATA_DIR_ENV, SourcePaths
+            from dagwright.data.connectors.common import SourcePaths
 
-            folder = self._data_dir or Path(os.environ.get(DATA_DIR_ENV) or "data")
+            folder = self._data_dir or Path("data")
             paths = SourcePaths.for_data_dir(folder)
             if self._demo_folder is not None:
                 paths = paths.with_roots([self._demo_folder])

@@ -68,10 +68,9 @@ def _read_key_file(path: Path) -> bytes:
     raise MasterKeyError(f"the key file {path} is empty")
 
 
-def master_key_from(data_dir: Path) -> bytes:
-    """DAGWRIGHT_SECRET_KEY when set, else the key in <data_dir>/secret.key, created (readable
-    by its owner only) the first time."""
-    configured = os.environ.get(SECRET_KEY_ENV)
+def master_key_from(data_dir: Path, configured: str | None = None) -> bytes:
+    """`configured` (DAGWRIGHT_SECRET_KEY) when given, else the key in <data_dir>/secret.key,
+    created (readable by its owner only) the first time."""
     if configured:
         key = configured.strip().encode("ascii", errors="replace")
         _fernet(key, SECRET_KEY_ENV)

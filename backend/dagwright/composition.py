@@ -1,0 +1,383 @@
+"""The composition root: every service of one dagwright process, built from one `Settings`.
+
+The server (api/state.py), the command line (cli/) and AutoTQA outside the server
+(tqa/local.py) each make a `Composition` and ask it for what they use; nothing else builds a
+database engine, a secret store, the model gateway, the example store or the data sources.
+A service is built the first time it is asked for — a flow of text blocks imports neither
+the model gateway nor Qdrant nor the data layer (SQLAlchemy, DuckDB, Arrow), which is most of
+a cold start — and `aclose()` closes what was built, last built first.
+
+A new service goes here: a method that builds it from the settings and the services it
+depends on, and, when blocks may use it, a line in `block_services()`.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Awaitable, Callable
+from contextlib import ExitStack
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal, TypeVar
+
+from dagwright.settings import Settings
+
+if TYPE_CHECKING:
+    from sqlalchemy import Engine
+
+    from dagwright.embedding.embedder import Embedder
+    from dagwright.embedding.service import ExampleStore
+    from dagwright.invocation import AppInvoker
+    from dagwright.llm.gateway import LLMGateway
+    from dagwright.methods.data_copilot.library import InterfaceLibrary
+    from dagwright.registry import Registry
+    from dagwright.registry.services import BlockServices
+    from dagwright.runtime import Executor
+    from dagwright.secrets import Secrets
+    from dagwright.services.apps import AppService
+    from dagwright.services.data_sources import DataSourceService
+    from dagwright.services.runs.service import RunService
+    from dagwright.services.secret_store import DatabaseSecrets
+    from dagwright.tabular import TableAccess
+    from dagwright.telemetry.tracing import RunTracing
+    from dagwright.tqa.access import TqaAccess
+    from dagwright.tqa.service import TqaService
+
+T = TypeVar("T")
+INVOKE_DEPTH = 8  # apps calling apps, nested at most this deep
+# "standalone" (`dagwright run` of a file): secrets from the environment (DAGWRIGHT_SECRET_<NAME>),
+# tables from the settings file's and the demo's sources, AutoTQA opened per question, no
+# app calls. "server" (the server and the commands that act on its database): the encrypted
+# secret store, the data source registry, apps, runs and AutoTQA in the database.
+ProcessKind = Literal["standalone", "server"]
+
+
+class Composition:
+    """The services of one process, each built once, on first use (thread-safe: blocks in
+    threads may ask for one), and closed together by `aclose()`."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        kind: ProcessKind = "server",
+        notice: Callable[[str], None] = print,
+        record: Path | None = None,
+        replay: Path | None = None,
+        replica: str | None = None,
+        invoke_depth: int = INVOKE_DEPTH,
+    ) -> None:
+        self.settings = settings
+        self.kind = kind
+        self._notice = notice
+        self._record = record
+        self._replay = replay
+        self._replica = replica or settings.replica
+        self._invoke_depth = invoke_depth
+        self._lock = threading.RLock()
+        self._built: dict[str, object] = {}
+        self._stack = ExitStack()
+        self._async_closers: list[Callable[[], Awaitable[None]]] = []
+        # The gateway closes after everything else: runs still closing may call models.
+        self._gateway_closer: Callable[[], Awaitable[None]] | None = None
+        self._embedders: dict[str, Embedder] = {}
+
+    def _once(self, name: str, build: Callable[[], T]) -> T:
+        with self._lock:
+            if name not in self._built:
+                self._built[name] = build()
+            found: T = self._built[name]  # type: ignore[assignment]
+            return found
+
+    def built(self) -> list[str]:
+        """The services built so far, by name (for tests and benchmarks)."""
+        return sorted(self._built)
+
+    # -- the foundations -------------------------------------------------------------------
+
+    def data_dir(self, create: bool = True) -> Path:
+        folder = self.settings.data_dir
+        if create:
+            folder.mkdir(parents=True, exist_ok=True)
+        return folder
+
+    def registry(self) -> Registry:
+        """The built-in blocks and those of DAGWRIGHT_BLOCKS_PATH's folders."""
+
+        def build() -> Registry:
+            from dagwright.registry import Registry
+
+            return Registry.default(self.settings.block_folders)
+
+        return self._once("registry", build)
+
+    def database(self) -> Engine:
+        """The database (migrated): DAGWRIGHT_DATABASE_URL, else SQLite in the data folder."""
+
+        def build() -> Engine:
+            from dagwright.store.db import database_url, make_engine, migrate
+
+            engine = make_engine(self.settings.database_url or database_url(self.data_dir()))
+            self._stack.callback(engine.dispose)
+            migrate(engine)
+            return engine
+
+        return self._once("database", build)
+
+    def secrets(self) -> Secrets:
+        """Where runs read secrets: the environment when standalone, else the secret store."""
+        if self.kind == "server":
+            return self.secret_store()
+
+        def build() -> Secrets:
+            from dagwright.secrets import EnvSecrets
+
+            return EnvSecrets()
+
+        return self._once("secrets", build)
+
+    def secret_store(self) -> DatabaseSecrets:
+        """The encrypted secret store in the database (DAGWRIGHT_SECRET_KEY, else the data
+        folder's key file)."""
+
+        def build() -> DatabaseSecrets:
+            from dagwright.services.secret_store import DatabaseSecrets, master_key_from
+
+            key = master_key_from(self.data_dir(), self.settings.secret_key)
+            return DatabaseSecrets(self.database(), key)
+
+        return self._once("secret_store", build)
+
+    # -- models and embeddings -------------------------------------------------------------
+
+    def gateway(self) -> LLMGateway:
+        """The configured model providers, or the scripted model (announced as such)."""
+
+        def build() -> LLMGateway:
+            from dagwright.llm.wiring import model_access
+
+            gateway = self._stack.enter_context(
+                model_access(
+                    self.settings.model_providers(),
+                    record=self._record,
+                    replay=self._replay,
+                    secrets=self.secrets(),
+                    notice=self._notice,
+                )
+            )
+            self._gateway_closer = gateway.aclose
+            return gateway
+
+        return self._once("gateway", build)
+
+    def embedder(self, spec: str) -> Embedder:
+        """An embedder by its spec ("hashing:256", "minilm", "openai:<provider>"), one per
+        spec for the process (a local model loads once); a provider's through the gateway."""
+        with self._lock:
+            found = self._embedders.get(spec)
+            if found is None:
+                from dagwright.embedding.embedders import (
+                    CachedEmbedder,
+                    calls_a_provider,
+                    make_embedder,
+                )
+
+                gateway = self.gateway() if calls_a_provider(spec) else None
+                found = self._embedders[spec] = CachedEmbedder(make_embedder(spec, gateway))
+            return found
+
+    def examples(self) -> ExampleStore:
+        """The example store: the Qdrant server at DAGWRIGHT_QDRANT_URL, else the data
+        folder's local Qdrant, opened on first use (the local folder admits one process)."""
+
+        def build() -> ExampleStore:
+            from dagwright.embedding.service import ExampleStore
+
+            if self.settings.qdrant_url:
+                store = ExampleStore.remote(
+                    self.settings.qdrant_url, self.embedder, api_key=self.settings.qdrant_api_key
+                )
+            else:
+                store = ExampleStore.local(
+                    self.data_dir(create=False) / "qdrant", self.embedder, lazy=True
+                )
+            self._stack.callback(store.close)
+            return store
+
+        return self._once("examples", build)
+
+    # -- data ------------------------------------------------------------------------------
+
+    def data_sources(self) -> DataSourceService:
+        """The data source registry (settings file, demo, added through the API) and the
+        query engine over it."""
+
+        def build() -> DataSourceService:
+            from dagwright.services.data_sources import (
+                DataSourceService,
+                demo_folder,
+                limit_process_memory,
+                query_limits,
+            )
+
+            limit_process_memory(self.settings.process_memory)
+            data = DataSourceService(
+                self.database(),
+                self.secrets(),
+                file_sources=self.settings.sources,
+                demo_folder=demo_folder(self.settings),
+                limits=query_limits(self.settings),
+                data_dir=self.settings.data_dir,
+                embedders=self.embedder,
+            )
+            self._stack.callback(data.close)
+            return data
+
+        return self._once("data_sources", build)
+
+    def tables(self) -> TableAccess:
+        """What table blocks query: the data source registry when the process has the
+        database; for `dagwright run`, the settings file's sources and the demo's."""
+        if self.kind == "server":
+            return self.data_sources()
+
+        def build() -> TableAccess:
+            from dagwright.services.data_sources import settings_table_access
+
+            tables = settings_table_access(self.secrets(), self.settings, self.embedder)
+            self._stack.callback(tables.close)
+            return tables
+
+        return self._once("tables", build)
+
+    def interfaces(self) -> InterfaceLibrary:
+        """Data-Copilot's interface libraries, in the database."""
+
+        def build() -> InterfaceLibrary:
+            from dagwright.methods.data_copilot.library import InterfaceLibrary
+
+            return InterfaceLibrary(self.database())
+
+        return self._once("interfaces", build)
+
+    # -- apps and runs ---------------------------------------------------------------------
+
+    def executor(self, node_timeout: float | None = None) -> Executor:
+        def build() -> Executor:
+            from dagwright.runtime import Executor, ExecutorOptions
+            from dagwright.runtime.executor import shared_thread_pool
+
+            options = ExecutorOptions(
+                node_timeout=node_timeout,
+                services=self.block_services(),
+                thread_pool=shared_thread_pool(self.settings.threads),
+            )
+            return Executor(options)
+
+        return self._once("executor", build)
+
+    def apps(self, registry: Registry | None = None) -> AppService:
+        def build() -> AppService:
+            from dagwright.services.apps import AppService
+
+            return AppService(self.database(), registry or self.registry())
+
+        return self._once("apps", build)
+
+    def runs(self, recover_interrupted: bool = False) -> RunService:
+        """The run service over this process's executor; its writer is started, and it is
+        closed by `aclose()`. A server's first call marks the runs a crash left running as
+        interrupted, before the writer starts."""
+
+        def build() -> RunService:
+            from dagwright.services.runs.service import RunService
+
+            runs = RunService(self.database(), self.executor(), self._replica)
+            runs.tracing = self.tracing()
+            if runs.tracing is not None:
+                self._async_closers.append(runs.tracing.close)  # after runs.close
+            if recover_interrupted:
+                runs.recover_interrupted()
+            runs.start_writer()
+            self._async_closers.append(runs.close)
+            return runs
+
+        return self._once("runs", build)
+
+    def tqa(self) -> TqaService:
+        """AutoTQA: its agents are published apps, called through the run service."""
+
+        def build() -> TqaService:
+            from dagwright.tqa.service import TqaService
+
+            tqa = TqaService(
+                self.database(),
+                self.apps(),
+                self.runs(),
+                self.data_sources(),
+                examples=self.examples(),
+            )
+            self._async_closers.append(tqa.close)  # before the runs close
+            return tqa
+
+        return self._once("tqa", build)
+
+    def app_invoker(self) -> AppInvoker:
+        """How a block calls another app: a child run in this process's run service."""
+
+        def build() -> AppInvoker:
+            from dagwright.services.invoke import InProcessInvoker
+
+            return InProcessInvoker(self.apps(), self.runs(), self._invoke_depth)
+
+        return self._once("app_invoker", build)
+
+    def _autotqa(self) -> TqaAccess:
+        if self.kind == "server":
+            return self.tqa()
+        from dagwright.tqa.local import LocalTqa
+
+        return LocalTqa(self.settings, self._notice)
+
+    def tracing(self) -> RunTracing | None:
+        """Run tracing to the configured collector; None (no OpenTelemetry import) else."""
+        endpoint = self.settings.traces_endpoint
+        if endpoint is None:
+            return None
+        from dagwright.telemetry.tracing import RunTracing
+
+        return RunTracing.to_otlp(endpoint)
+
+    # -- what blocks may use ---------------------------------------------------------------
+
+    def block_services(self) -> BlockServices:
+        """The services a run's blocks may ask for, each built when a block first does."""
+
+        def build() -> BlockServices:
+            from dagwright.registry.services import BlockServices
+
+            services = BlockServices()
+            services.provide_lazily("dagwright.secrets.Secrets", self.secrets)
+            services.provide_lazily("dagwright.llm.gateway.LLMGateway", self.gateway)
+            services.provide_lazily("dagwright.embedding.service.ExampleStore", self.examples)
+            services.provide_lazily("dagwright.tabular.TableAccess", self.tables)
+            services.provide_lazily(
+                "dagwright.methods.data_copilot.library.InterfaceLibrary", self.interfaces
+            )
+            services.provide_lazily("dagwright.tqa.access.TqaAccess", self._autotqa)
+            if self.kind == "server":
+                services.provide_lazily("dagwright.invocation.AppInvoker", self.app_invoker)
+            return services
+
+        return self._once("block_services", build)
+
+    # -- closing ---------------------------------------------------------------------------
+
+    async def aclose(self) -> None:
+        """Closes every service built, last built first (async ones on the calling loop)."""
+        try:
+            while self._async_closers:
+                await self._async_closers.pop()()
+            if self._gateway_closer is not None:
+                await self._gateway_closer()
+        finally:
+            self._stack.close()
