@@ -1,9 +1,11 @@
-"""The gateway every LLM block calls through: one `openai` async client per provider, a
-concurrency limit per provider, retries with backoff, accounting, and recording.
+"""The gateway every LLM block calls through: one connection pool per provider (HTTP/1.1,
+llm/transport.py), a concurrency limit per provider, retries with backoff, accounting, and
+recording.
 
-Retries (429, 5xx, timeouts, dropped connections) are ours rather than the openai client's so
-that every attempt is counted and a streamed answer is never retried once tokens have been
-shown: the client is built with max_retries=0.
+Requests and answers are the OpenAI API's JSON, built and read here as plain dicts: every
+provider dagwright speaks to (OpenAI, Azure OpenAI, vLLM, Ollama, LM Studio, the scripted
+server) takes that shape. Every retry is counted, and a streamed answer is never retried once
+tokens have been shown.
 """
 
 from __future__ import annotations
@@ -16,25 +18,22 @@ import random
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import Any, TypeVar
 
 from dagwright.errors import DagwrightError
 from dagwright.llm.providers import ProviderConfig, ProviderSettings
 from dagwright.llm.recording import Recorder
+from dagwright.llm.transport import Answer, Origin, TimedOut, TransportError
 from dagwright.registry.context import ModelCall, Usage
 from dagwright.secrets import Secrets
 
-if TYPE_CHECKING:
-    import openai
-
-# The openai package takes ~0.5 s to import: it is imported where first needed (the first
-# model call), not when the gateway is built, so a server starts faster.
-
 T = TypeVar("T")
 DeltaFn = Callable[[int, str], None]  # (choice index, text delta)
+EventFn = Callable[[dict[str, Any]], None]
 
 # Marks the project's scripted server in its answers (system_fingerprint).
 SCRIPTED_FINGERPRINT = "dagwright-scripted"
+OPENAI_BASE_URL = "https://api.openai.com/v1"
 
 
 class LLMError(DagwrightError):
@@ -45,6 +44,23 @@ class LLMError(DagwrightError):
 
 class MissingKeyError(DagwrightError):
     code = "missing_api_key"
+
+
+class _StatusError(Exception):
+    """The provider answered with an HTTP error status."""
+
+    def __init__(self, status: int, message: str, headers: dict[str, str]) -> None:
+        super().__init__(f"HTTP {status}: {message}")
+        self.status = status
+        self.headers = headers
+
+    @property
+    def retryable(self) -> bool:
+        return self.status == 429 or self.status >= 500
+
+
+class _MalformedAnswer(Exception):
+    """The answer is not the API's JSON: not JSON at all, or missing what it must hold."""
 
 
 @dataclass(slots=True)
@@ -115,12 +131,12 @@ class CallResult:
         )
 
 
-def _token_dict(item: Any) -> dict[str, Any]:
-    alternatives = item.top_logprobs or []
+def _token_dict(item: dict[str, Any]) -> dict[str, Any]:
+    alternatives = item.get("top_logprobs") or []
     return {
-        "token": item.token,
-        "logprob": item.logprob,
-        "top_logprobs": [{"token": a.token, "logprob": a.logprob} for a in alternatives],
+        "token": item["token"],
+        "logprob": item["logprob"],
+        "top_logprobs": [{"token": a["token"], "logprob": a["logprob"]} for a in alternatives],
     }
 
 
@@ -128,9 +144,8 @@ def _estimate_tokens(text: str) -> int:
     return max(1, -(-len(text) // 4)) if text else 0
 
 
-def _retry_after(exc: openai.APIStatusError) -> float | None:
+def _retry_after(headers: dict[str, str]) -> float | None:
     """Seconds the provider asked us to wait (Retry-After, or OpenAI's retry-after-ms)."""
-    headers = exc.response.headers
     try:
         if "retry-after-ms" in headers:
             return float(headers["retry-after-ms"]) / 1000
@@ -147,30 +162,40 @@ def _retry_after(exc: openai.APIStatusError) -> float | None:
 
 
 def _provider_message(exc: Exception) -> str:
-    import openai
-
-    if isinstance(exc, openai.APIStatusError):
-        body = exc.body
-        message = body.get("message") if isinstance(body, dict) else None
-        return f"HTTP {exc.status_code}: {message or exc.message}"
-    if isinstance(exc, openai.APITimeoutError):
+    if isinstance(exc, TimedOut):
         return "timed out"
-    if isinstance(exc, openai.APIConnectionError):
-        cause = exc.__cause__
-        return f"connection failed: {cause or exc.message}"
-    return f"{type(exc).__name__}: {exc}"
+    if isinstance(exc, TransportError):
+        return f"connection failed: {exc}"
+    return str(exc)
+
+
+def _status_error(answer: Answer, body: bytes) -> _StatusError:
+    """The provider's own message from an error answer ({"error": {"message": ...}})."""
+    message = ""
+    try:
+        data = json.loads(body)
+        error = data.get("error", data) if isinstance(data, dict) else None
+        if isinstance(error, dict):
+            message = str(error.get("message") or "")
+        elif isinstance(error, str):
+            message = error
+    except ValueError:
+        pass
+    if not message:
+        message = body[:200].decode("utf-8", "replace") or "(no message)"
+    return _StatusError(answer.status, message, answer.headers)
 
 
 @dataclass(slots=True)
 class _Connection:
     loop: asyncio.AbstractEventLoop
-    client: openai.AsyncOpenAI
+    origin: Origin
     slots: asyncio.Semaphore
     in_flight: int = 0
 
 
 class LLMGateway:
-    """Model calls for a process. Clients are made lazily per event loop."""
+    """Model calls for a process. Connections are made lazily per event loop."""
 
     def __init__(
         self,
@@ -211,53 +236,47 @@ class LLMGateway:
         return "not-needed"
 
     def _connection(self, provider: ProviderConfig) -> _Connection:
-        import openai
-
         loop = asyncio.get_running_loop()
         known = self._connections.get(provider.name)
         if known is not None and known.loop is loop:
             return known
         key = self._api_key(provider)
-        client: openai.AsyncOpenAI
         if provider.kind == "azure":
             assert provider.base_url is not None  # checked by ProviderConfig
-            client = openai.AsyncAzureOpenAI(
-                azure_endpoint=provider.base_url,
-                api_version=provider.api_version,
-                api_key=key,
-                timeout=provider.timeout,
-                max_retries=0,
-            )
+            base_url = provider.base_url.rstrip("/") + "/openai"
+            headers = {"api-key": key}
         else:
-            client = openai.AsyncOpenAI(
-                base_url=provider.base_url,
-                api_key=key,
-                timeout=provider.timeout,
-                max_retries=0,
-            )
-        connection = _Connection(loop, client, asyncio.Semaphore(provider.max_concurrency))
+            base_url = provider.base_url or OPENAI_BASE_URL
+            headers = {"Authorization": f"Bearer {key}"}
+        origin = Origin(base_url, headers, provider.timeout)
+        connection = _Connection(loop, origin, asyncio.Semaphore(provider.max_concurrency))
         self._connections[provider.name] = connection
         return connection
 
     async def aclose(self) -> None:
         for connection in self._connections.values():
-            await connection.client.close()
+            await connection.origin.aclose()
         self._connections.clear()
+
+    @staticmethod
+    def _path(provider: ProviderConfig, endpoint: str, model: str) -> str:
+        """The URL path of an endpoint (/chat/completions, /completions, /embeddings): Azure
+        names the deployment (its word for a model) in the path and the API version after."""
+        if provider.kind == "azure":
+            return f"/deployments/{model}{endpoint}?api-version={provider.api_version}"
+        return endpoint
 
     # -- the retry loop ------------------------------------------------------------------
 
     async def _attempts(
         self,
         provider: ProviderConfig,
-        call: Callable[[openai.AsyncOpenAI], Awaitable[T]],
+        call: Callable[[Origin], Awaitable[T]],
         shown: Callable[[], bool] = lambda: False,
     ) -> tuple[T, int]:
         """Run `call` until it succeeds, retrying what may pass on its own; (result, attempts).
         `shown` tells whether a streamed answer has reached the user, which rules out a
         retry that would show it twice."""
-        import openai
-
-        retryable = (openai.RateLimitError, openai.InternalServerError, openai.APIConnectionError)
         connection = self._connection(provider)
         attempt = 0
         while True:
@@ -268,38 +287,80 @@ class LLMGateway:
                     peak = self.max_in_flight.get(provider.name, 0)
                     self.max_in_flight[provider.name] = max(peak, connection.in_flight)
                     try:
-                        return await call(connection.client), attempt
+                        return await call(connection.origin), attempt
                     finally:
                         connection.in_flight -= 1
-            except retryable as exc:
+            except (_StatusError, TransportError) as exc:
+                if isinstance(exc, _StatusError) and not exc.retryable:
+                    raise LLMError(
+                        f"provider {provider.name!r} refused the request: {exc}"
+                    ) from None
                 if attempt >= provider.max_attempts or shown():
                     raise LLMError(
                         f"provider {provider.name!r} failed after {attempt} attempt(s): "
                         f"{_provider_message(exc)}"
                     ) from None
                 await self._sleep(self._delay(provider, attempt, exc))
-            except openai.APIStatusError as exc:
-                raise LLMError(
-                    f"provider {provider.name!r} refused the request: {_provider_message(exc)}"
-                ) from None
-            except (openai.APIResponseValidationError, json.JSONDecodeError) as exc:
+            except _MalformedAnswer as exc:
                 raise LLMError(
                     f"provider {provider.name!r} sent a response that is not valid JSON "
-                    f"for the API ({type(exc).__name__})"
+                    f"for the API ({exc})"
                 ) from None
 
     @staticmethod
     def _delay(provider: ProviderConfig, attempt: int, exc: Exception) -> float:
         """Exponential backoff with jitter; at least what Retry-After asks, within backoff_max."""
-        import openai
-
         ceiling = min(provider.backoff_max, provider.backoff_base * 2.0 ** (attempt - 1))
         delay = ceiling / 2 + random.uniform(0, ceiling / 2)
-        if isinstance(exc, openai.APIStatusError):
-            asked = _retry_after(exc)
+        if isinstance(exc, _StatusError):
+            asked = _retry_after(exc.headers)
             if asked is not None:
                 delay = max(delay, min(asked, provider.backoff_max))
         return delay
+
+    # -- one exchange --------------------------------------------------------------------
+
+    @staticmethod
+    async def _post(origin: Origin, path: str, payload: dict[str, Any]) -> dict[str, Any]:
+        """POST and the answer's JSON object."""
+        async with origin.post(path, payload) as answer:
+            body = await answer.read()
+        if answer.status >= 400:
+            raise _status_error(answer, body)
+        try:
+            data = json.loads(body)
+        except ValueError:
+            raise _MalformedAnswer("JSONDecodeError") from None
+        if not isinstance(data, dict):
+            raise _MalformedAnswer(f"a JSON {type(data).__name__}, not an object")
+        return data
+
+    @staticmethod
+    async def _post_streamed(
+        origin: Origin, path: str, payload: dict[str, Any], on_event: EventFn
+    ) -> None:
+        """POST asking for a stream; each server-sent event's JSON to `on_event` as it comes.
+        (OpenAI-compatible servers put each event on one `data:` line.)"""
+        async with origin.post(path, payload) as answer:
+            if answer.status >= 400:
+                raise _status_error(answer, await answer.read())
+            async for line in answer.lines():
+                if not line.startswith(b"data:"):
+                    continue
+                data = line[5:].strip()
+                if data == b"[DONE]":
+                    continue
+                try:
+                    event = json.loads(data)
+                except ValueError:
+                    raise _MalformedAnswer("JSONDecodeError") from None
+                if not isinstance(event, dict):
+                    raise _MalformedAnswer(f"an event that is a JSON {type(event).__name__}")
+                if "error" in event:
+                    error = event["error"]
+                    message = error.get("message") if isinstance(error, dict) else error
+                    raise _StatusError(answer.status, f"in the stream: {message}", {})
+                on_event(event)
 
     # -- calls ---------------------------------------------------------------------------
 
@@ -309,54 +370,64 @@ class LLMGateway:
         provider = self.settings.get(provider_name)
         model = request.model or provider.default_model
         params = request.parameters()
-        # Plain dicts, as the blocks build them; the client's TypedDicts describe the same shape.
-        messages: Any = request.messages
+        path = self._path(provider, "/chat/completions", model)
         started = time.perf_counter()
         texts = [""] * request.n
         finish: list[str | None] = [None] * request.n
         fingerprint: list[str | None] = [None]
-        usage: list[Any] = [None]
+        usage: list[dict[str, Any] | None] = [None]
         shown = [False]
         tokens: list[list[dict[str, Any]]] = [[] for _ in range(request.n)]
 
-        def keep_tokens(index: int, logprobs: Any) -> None:
-            if logprobs is not None and logprobs.content:
-                tokens[index].extend(_token_dict(item) for item in logprobs.content)
+        def keep_tokens(index: int, logprobs: dict[str, Any] | None) -> None:
+            if logprobs is not None and logprobs.get("content"):
+                tokens[index].extend(_token_dict(item) for item in logprobs["content"])
 
-        async def plain(client: openai.AsyncOpenAI) -> None:
-            response = await client.chat.completions.create(
-                model=model, messages=messages, **params
-            )
-            for choice in response.choices:
-                texts[choice.index] = choice.message.content or ""
-                finish[choice.index] = choice.finish_reason
-                keep_tokens(choice.index, choice.logprobs)
-            fingerprint[0], usage[0] = response.system_fingerprint, response.usage
+        async def plain(origin: Origin) -> None:
+            payload = {"model": model, "messages": request.messages, **params}
+            response = await self._post(origin, path, payload)
+            try:
+                for choice in response["choices"]:
+                    index = choice["index"]
+                    texts[index] = choice["message"].get("content") or ""
+                    finish[index] = choice.get("finish_reason")
+                    keep_tokens(index, choice.get("logprobs"))
+            except (KeyError, TypeError, IndexError, AttributeError) as exc:
+                raise _MalformedAnswer(f"no {exc}") from None
+            fingerprint[0], usage[0] = response.get("system_fingerprint"), response.get("usage")
 
-        async def streamed(client: openai.AsyncOpenAI) -> None:
+        def chunk(event: dict[str, Any]) -> None:
+            fingerprint[0] = event.get("system_fingerprint") or fingerprint[0]
+            if event.get("usage") is not None:
+                usage[0] = event["usage"]
+            try:
+                choices = [
+                    (c["index"], c.get("delta", {}).get("content"), c.get("finish_reason"), c)
+                    for c in event.get("choices") or ()
+                ]
+            except (KeyError, TypeError, AttributeError) as exc:
+                raise _MalformedAnswer(f"no {exc}") from None
+            for index, delta, finish_reason, choice in choices:
+                keep_tokens(index, choice.get("logprobs"))
+                if delta:
+                    texts[index] += delta
+                    shown[0] = True
+                    assert on_delta is not None
+                    on_delta(index, delta)
+                if finish_reason:
+                    finish[index] = finish_reason
+
+        async def streamed(origin: Origin) -> None:
             texts[:] = [""] * request.n
             tokens[:] = [[] for _ in range(request.n)]
-            stream = await client.chat.completions.create(
-                model=model,
-                messages=messages,
-                stream=True,
-                stream_options={"include_usage": True},
+            payload = {
+                "model": model,
+                "messages": request.messages,
+                "stream": True,
+                "stream_options": {"include_usage": True},
                 **params,
-            )
-            async for chunk in stream:
-                fingerprint[0] = chunk.system_fingerprint or fingerprint[0]
-                if chunk.usage is not None:
-                    usage[0] = chunk.usage
-                for choice in chunk.choices:
-                    keep_tokens(choice.index, choice.logprobs)
-                    delta = choice.delta.content
-                    if delta:
-                        texts[choice.index] += delta
-                        shown[0] = True
-                        assert on_delta is not None
-                        on_delta(choice.index, delta)
-                    if choice.finish_reason:
-                        finish[choice.index] = choice.finish_reason
+            }
+            await self._post_streamed(origin, path, payload, chunk)
 
         call = streamed if on_delta is not None else plain
         _, attempts = await self._attempts(provider, call, lambda: shown[0])
@@ -394,6 +465,7 @@ class LLMGateway:
         """A text completion (/v1/completions), for providers that still offer it."""
         provider = self.settings.get(provider_name)
         chosen = model or provider.default_model
+        path = self._path(provider, "/completions", chosen)
         params: dict[str, Any] = {
             key: value
             for key, value in {
@@ -407,35 +479,37 @@ class LLMGateway:
         text = [""]
         finish: list[str | None] = [None]
         fingerprint: list[str | None] = [None]
-        usage: list[Any] = [None]
+        usage: list[dict[str, Any] | None] = [None]
         shown = [False]
 
-        async def call(client: openai.AsyncOpenAI) -> None:
+        def chunk(event: dict[str, Any]) -> None:
+            fingerprint[0] = event.get("system_fingerprint") or fingerprint[0]
+            if event.get("usage") is not None:
+                usage[0] = event["usage"]
+            for choice in event.get("choices") or ():
+                delta = choice.get("text") if isinstance(choice, dict) else None
+                if delta:
+                    text[0] += delta
+                    shown[0] = True
+                    assert on_delta is not None
+                    on_delta(0, delta)
+                if isinstance(choice, dict) and choice.get("finish_reason"):
+                    finish[0] = choice["finish_reason"]
+
+        async def call(origin: Origin) -> None:
             text[0] = ""
-            if on_delta is None:
-                response = await client.completions.create(model=chosen, prompt=prompt, **params)
-                text[0] = response.choices[0].text
-                finish[0] = response.choices[0].finish_reason
-                fingerprint[0], usage[0] = response.system_fingerprint, response.usage
+            payload = {"model": chosen, "prompt": prompt, **params}
+            if on_delta is not None:
+                payload |= {"stream": True, "stream_options": {"include_usage": True}}
+                await self._post_streamed(origin, path, payload, chunk)
                 return
-            stream = await client.completions.create(
-                model=chosen,
-                prompt=prompt,
-                stream=True,
-                stream_options={"include_usage": True},
-                **params,
-            )
-            async for chunk in stream:
-                fingerprint[0] = chunk.system_fingerprint or fingerprint[0]
-                if chunk.usage is not None:
-                    usage[0] = chunk.usage
-                for choice in chunk.choices:
-                    if choice.text:
-                        text[0] += choice.text
-                        shown[0] = True
-                        on_delta(0, choice.text)
-                    if choice.finish_reason:
-                        finish[0] = choice.finish_reason
+            response = await self._post(origin, path, payload)
+            try:
+                first = response["choices"][0]
+                text[0], finish[0] = first["text"], first.get("finish_reason")
+            except (KeyError, TypeError, IndexError) as exc:
+                raise _MalformedAnswer(f"no {exc}") from None
+            fingerprint[0], usage[0] = response.get("system_fingerprint"), response.get("usage")
 
         _, attempts = await self._attempts(provider, call, lambda: shown[0])
         result = self._result(
@@ -454,15 +528,21 @@ class LLMGateway:
     ) -> CallResult:
         provider = self.settings.get(provider_name)
         chosen = model or provider.default_model
+        path = self._path(provider, "/embeddings", chosen)
         started = time.perf_counter()
         extra: dict[str, Any] = {"dimensions": dimensions} if dimensions is not None else {}
 
-        async def call(client: openai.AsyncOpenAI) -> Any:
-            return await client.embeddings.create(model=chosen, input=texts, **extra)
+        async def call(origin: Origin) -> tuple[list[list[float]], int]:
+            response = await self._post(origin, path, {"model": chosen, "input": texts, **extra})
+            try:
+                items = sorted(response["data"], key=lambda item: item["index"])
+                vectors = [item["embedding"] for item in items]
+                used = response.get("usage") or {}
+                return vectors, int(used.get("prompt_tokens", 0))
+            except (KeyError, TypeError, ValueError) as exc:
+                raise _MalformedAnswer(f"no {exc}") from None
 
-        response, attempts = await self._attempts(provider, call)
-        vectors = [item.embedding for item in sorted(response.data, key=lambda d: d.index)]
-        prompt_tokens = response.usage.prompt_tokens if response.usage else 0
+        (vectors, prompt_tokens), attempts = await self._attempts(provider, call)
         result = CallResult(
             provider=provider.name,
             model=chosen,
@@ -487,14 +567,15 @@ class LLMGateway:
         model: str,
         texts: list[str],
         finish: list[str | None],
-        usage: Any,
+        usage: dict[str, Any] | None,
         fingerprint: str | None,
         prompt_text: str,
         started: float,
         attempts: int,
     ) -> CallResult:
         if usage is not None:
-            prompt_tokens, completion_tokens = usage.prompt_tokens, usage.completion_tokens
+            prompt_tokens = int(usage.get("prompt_tokens", 0))
+            completion_tokens = int(usage.get("completion_tokens", 0))
         else:
             prompt_tokens = _estimate_tokens(prompt_text)
             completion_tokens = sum(_estimate_tokens(t) for t in texts)
