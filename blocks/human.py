@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from dagwright.registry import NodeContext, Route, block
+from dagwright.runtime.pause import WaitingForHuman
 from dagwright.templating import check_template, render
 
 _NAME = r"^[A-Za-z_][A-Za-z0-9_]{0,63}$"
@@ -82,7 +83,7 @@ async def human_input(config: HumanInputConfig, ctx: NodeContext, **inputs: Any)
     signed link, on any server, even after a restart. The run then goes on from here, with
     the answer ({field: value, ..., 'choice': branch}) as this node's output down the branch
     chosen; after `timeout_s` without an answer, down 'timeout' with the fields' defaults."""
-    from dagwright.services.human import HumanInbox, WaitingForHuman
+    from dagwright.services.human import HumanInbox
 
     message = render(config.message, inputs, "message")
     form = {
@@ -91,6 +92,6 @@ async def human_input(config: HumanInputConfig, ctx: NodeContext, **inputs: Any)
     }
     inbox = ctx.service(HumanInbox)
     request = await asyncio.to_thread(
-        inbox.ask, ctx.run_id, ctx.node_id, message, form, config.timeout_s
+        inbox.ask, ctx.run_id, ctx.path, message, form, config.timeout_s
     )
     raise WaitingForHuman(f"waiting for an answer to request {request.id}: {message[:200]}")

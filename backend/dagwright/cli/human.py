@@ -48,7 +48,8 @@ def answer(
     url: Url = DEFAULT_URL,
     token: Token = None,
 ) -> None:
-    """Answer a request; its run resumes. Prints the id of the run that goes on."""
+    """Answer a request; its run resumes. Prints the id of the run that goes on, or how many
+    answers the run still waits for."""
     values: dict[str, Any] = {}
     for pair in value or []:
         name, sep, raw = pair.partition("=")
@@ -60,4 +61,7 @@ def answer(
             values[name] = raw
     body = {"values": values, "choice": choice}
     done = admin_request("POST", url, f"/api/v1/human/requests/{request_id}/answer", token, body)
-    typer.echo(done["run_id"])
+    if done["run_id"] is None:
+        typer.echo(f"run {done['waiting_run_id']} waits for {done['waiting_for']} more answer(s)")
+    else:
+        typer.echo(done["run_id"])

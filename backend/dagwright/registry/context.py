@@ -93,7 +93,7 @@ _UNKNOWN_CALL: Final = ModelCall()
 class NodeContext:
     """Given to a block that declares a parameter annotated `NodeContext`."""
 
-    __slots__ = ("_emit", "_record", "_services", "node_id", "run_id")
+    __slots__ = ("_emit", "_record", "_services", "node_id", "path", "run_id")
 
     def __init__(
         self,
@@ -102,9 +102,13 @@ class NodeContext:
         emit: EmitFn,
         record: UsageFn,
         services: Mapping[type, object],
+        path: str | None = None,
     ) -> None:
         self.run_id = run_id
         self.node_id = node_id
+        # Where the node is in its run: its id, or inside a sub-flow's iteration the id under
+        # the iteration's path (`loop[2]/approve`), as the run's trace names it.
+        self.path = node_id if path is None else path
         self._emit = emit
         self._record = record
         self._services = services

@@ -9,6 +9,7 @@ from typing import Any
 
 from dagwright.errors import DagwrightError
 from dagwright.runtime.flow import ErrorPolicy
+from dagwright.runtime.pause import WaitingForHuman
 
 
 async def call_with_retries(
@@ -18,11 +19,13 @@ async def call_with_retries(
 ) -> Any:
     """The first attempt that succeeds; the last failure once `policy.retry` retries are
     spent. Each retry is reported (attempt, error, delay) before its wait, so a trace shows
-    why a node took long. Cancellation is never retried."""
+    why a node took long. Cancellation and a pause for a person are never retried."""
     retries = 0
     while True:
         try:
             return await attempt()
+        except WaitingForHuman:
+            raise
         except Exception as exc:
             retries += 1
             if retries > policy.retry:

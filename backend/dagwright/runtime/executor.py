@@ -44,6 +44,7 @@ from dagwright.runtime.events import (
     RunStarted,
     RunStatus,
 )
+from dagwright.runtime.pause import WaitingForHuman
 from dagwright.runtime.plan import CompiledFlow, PlanEdge, PlanNode
 from dagwright.runtime.scope import RunScope
 from dagwright.runtime.subflow import ServicesWithHost, SubflowHost
@@ -264,9 +265,13 @@ class Run:
         slots: asyncio.Semaphore | None = None,
         reuse: Mapping[int, ReusedOutput] | None = None,
         scope: RunScope | None = None,
+        inner_reuse: Mapping[str, ReusedOutput] | None = None,
     ) -> None:
         self.run_id = run_id
         self._reuse = reuse or {}
+        # Outputs to pass on inside this run's sub-flow nodes, by path below them
+        # (`loop[2]/approve`): what a resumed run's iterations had finished before the pause.
+        self.inner_reuse: Mapping[str, ReusedOutput] = inner_reuse or {}
         self._slots = slots
         self.plan = plan
         self.events: list[RunEvent] = []
@@ -295,6 +300,7 @@ class Run:
         self._wall0 = time.time()  # the wall-clock moment of t = 0, for RunStarted
         self._forward: Callable[[RunEvent], None] | None = None
         self.depth = 0  # how deep in sub-flow calls this run is (0: a run of its own)
+        self.path = ""  # what prefixes this run's node ids in the root's trace (`loop[2]/`)
         if scope is not None:
             self._adopt(scope)
         self._services = options.services
@@ -313,6 +319,7 @@ class Run:
         self._usage = scope.usage
         self._forward = scope.emit
         self.depth = scope.depth
+        self.path = scope.path
 
     async def run_here(self) -> RunFinished:
         """Run a child run in the calling task: an iteration costs no task of its own, and
@@ -549,6 +556,7 @@ class Run:
                 self._emit_message_threadsafe if threaded else self._emit_message,
                 self._record_usage_threadsafe if threaded else self._record_usage,
                 self._services,
+                self.path + node.id,
             )
         slots = self._slots if mode != "inline" and not node.orchestrates else None
         if slots is not None:
@@ -642,6 +650,8 @@ class Run:
         """The node failed: its error policy may absorb it (`recoverable`: the failure is
         the node's own, not a value refused on its way in), else the run stops."""
         policy = node.on_error
+        # A pause is no failure to absorb: the run stops to wait for a person.
+        recoverable = recoverable and not isinstance(exc, WaitingForHuman)
         if recoverable and policy is not None and policy.fallback != "fail":
             self._recover(node, exc, started)
             return
@@ -841,12 +851,9 @@ class Executor:
         before anything runs. Nodes named in `reuse` (by id) do not run: their given output
         is passed on as if they had just produced it."""
         values = resolve_inputs(plan, inputs or {})
-        # Nodes inside sub-flows (paths such as `m[2]/x`) come back whole in their sub-flow
-        # node's output: only the flow's own nodes are reused.
-        by_index = {
-            plan.node(node).index: out for node, out in (reuse or {}).items() if "/" not in node
-        }
-        return Run(plan, values, run_id or uuid.uuid4().hex, self.options, self._slots, by_index)
+        by_index, inner = split_reuse(plan, reuse or {})
+        run_id = run_id or uuid.uuid4().hex
+        return Run(plan, values, run_id, self.options, self._slots, by_index, inner_reuse=inner)
 
     async def run(
         self,
@@ -863,6 +870,23 @@ class Executor:
         except asyncio.CancelledError:
             run.cancel()
             raise
+
+
+def split_reuse(
+    plan: CompiledFlow, reuse: Mapping[str, ReusedOutput]
+) -> tuple[dict[int, ReusedOutput], dict[str, ReusedOutput]]:
+    """The outputs to reuse of the flow's own nodes, by node index, and those of nodes inside
+    its sub-flow nodes, by path (`m[2]/x`): a sub-flow node that runs hands these on to its
+    iterations (runtime/subflow.py). A sub-flow node that is itself reused returns its whole
+    output and runs no iteration."""
+    by_index: dict[int, ReusedOutput] = {}
+    inner: dict[str, ReusedOutput] = {}
+    for node, out in reuse.items():
+        if "/" in node:
+            inner[node] = out
+        else:
+            by_index[plan.node(node).index] = out
+    return by_index, inner
 
 
 def resolve_inputs(plan: CompiledFlow, given: Mapping[str, Any]) -> dict[int, Any]:

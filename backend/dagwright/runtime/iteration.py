@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from dagwright.runtime.pause import WaitingForHuman, is_pause
 from dagwright.runtime.subflow import SubflowError, SubflowHost, SubflowRef, failure, pick_output
 
 ItemPolicy = Literal["fail", "skip", "default"]
@@ -54,12 +55,15 @@ async def map_items(
 ) -> tuple[list[Any], list[dict[str, Any]]]:
     """The results in input order (a skipped item leaves no entry) and the failures, by
     index. At most `spec.concurrency` items run at once; each finished item is announced
-    at once (IterationFinished), so a long map shows its progress."""
+    at once (IterationFinished), so a long map shows its progress. Items that pause for a
+    person do not stop the others: once every item has run, the map raises WaitingForHuman
+    naming them, so one pause asks for every item's answer at once."""
     plan = await host.plan(ref)
     count = len(items)
     results: list[Any] = [None] * count
     kept = [True] * count
     failed: list[dict[str, Any]] = []
+    paused: dict[int, str] = {}  # index -> why the item waits
     positions = iter(range(count))  # shared by the workers: each takes the next item
 
     async def worker() -> None:
@@ -70,6 +74,9 @@ async def map_items(
                 inputs[spec.index] = i
             try:
                 result = await host.run(node_id, i, plan, inputs)
+                if is_pause(result.error):
+                    paused[i] = failure(node_id, i, result).message
+                    continue
                 if result.status != "succeeded":
                     raise failure(node_id, i, result)
                 results[i] = pick_output(result.outputs, spec.output, f"{node_id}[{i}]")
@@ -96,6 +103,13 @@ async def map_items(
                 task.cancel()
             await asyncio.gather(*tasks, return_exceptions=True)
             raise
+    if paused:
+        waiting = sorted(paused)
+        raise WaitingForHuman(
+            f"{len(waiting)} of {count} items wait for a person: "
+            + "; ".join(paused[i] for i in waiting[:5])
+            + ("; ..." if len(waiting) > 5 else "")
+        )
     failed.sort(key=lambda entry: int(entry["index"]))
     if all(kept):
         return results, failed

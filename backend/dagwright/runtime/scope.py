@@ -18,3 +18,4 @@ class RunScope:
     usage: Usage  # the root's total: model calls inside a sub-flow count for the run
     emit: Callable[[RunEvent], None]  # the parent's, wrapped to prefix node ids with a path
     depth: int  # 1 for a child of the root run
+    path: str  # the prefix of the child's node ids in the root's trace (`outer[1]/inner[0]/`)

@@ -23,11 +23,12 @@ from dagwright.errors import DagwrightError, InputError
 from dagwright.invocation import AppInvoker
 from dagwright.registry import PortSpec
 from dagwright.runtime.events import IterationFinished, IterationStarted, NodeEvent, RunEvent
+from dagwright.runtime.pause import WaitingForHuman, is_pause
 from dagwright.runtime.scope import RunScope
 
 if TYPE_CHECKING:
     from dagwright.runtime.events import RunFinished
-    from dagwright.runtime.executor import Run
+    from dagwright.runtime.executor import ReusedOutput, Run
     from dagwright.runtime.flow import Flow
     from dagwright.runtime.plan import CompiledFlow
 
@@ -163,9 +164,10 @@ class SubflowHost:
     ) -> RunFinished:
         """Run the sub-flow once as a child span of `node_id` (iteration `index` of a map or
         repeat, None for a single call), announced by iteration events. A child that fails
-        is returned, not raised: the caller's policy decides. Cancelling the caller cancels
-        the child run, and with it every node it has running."""
-        from dagwright.runtime.executor import Run, resolve_inputs
+        is returned, not raised: the caller's policy decides, and a child that paused for a
+        person (runtime/pause.py) is returned too. Cancelling the caller cancels the child
+        run, and with it every node it has running."""
+        from dagwright.runtime.executor import Run, resolve_inputs, split_reuse
 
         run = self._run
         depth = run.depth + 1
@@ -184,8 +186,19 @@ class SubflowHost:
             took = time.perf_counter() - started
             emit(IterationFinished(run.run_id, run._now(), node_id, index, "failed", took, None))
             raise SubflowError(f"{_where(node_id, index)}: {exc.message}") from None
-        scope = RunScope(run.run_id, run._t0, run._usage, _forwarder(emit, prefix), depth)
-        child = Run(plan, values, run.run_id, self._child_options, run._slots, scope=scope)
+        path = run.path + prefix
+        scope = RunScope(run.run_id, run._t0, run._usage, _forwarder(emit, prefix), depth, path)
+        reuse, inner = split_reuse(plan, _below(run.inner_reuse, prefix))
+        child = Run(
+            plan,
+            values,
+            run.run_id,
+            self._child_options,
+            run._slots,
+            reuse,
+            scope,
+            inner,
+        )
         try:
             result = await child.run_here()
         except BaseException:
@@ -223,13 +236,25 @@ class ServicesWithHost(Mapping[type, object]):
         return len(self._base) + 1
 
 
+def _below(reuse: Mapping[str, ReusedOutput], prefix: str) -> dict[str, ReusedOutput]:
+    """The entries under `prefix` (one iteration's), by their path below it."""
+    if not reuse:
+        return {}
+    cut = len(prefix)
+    return {path[cut:]: out for path, out in reuse.items() if path.startswith(prefix)}
+
+
 def _where(node_id: str, index: int | None) -> str:
     return f"{node_id}" if index is None else f"{node_id}[{index}]"
 
 
-def failure(node_id: str, index: int | None, result: RunFinished) -> SubflowError:
-    """The error for an iteration that did not succeed, naming the iteration and inner node."""
+def failure(node_id: str, index: int | None, result: RunFinished) -> DagwrightError:
+    """The error for an iteration that did not succeed, naming the iteration and inner node:
+    WaitingForHuman for one that paused for a person (the pause goes up to the root run)."""
     error = result.error
+    if is_pause(error):
+        assert error is not None
+        return WaitingForHuman(f"{_where(node_id, index)}: {error.message}")
     message = "no error recorded" if error is None else error.message
     failed = SubflowError(f"{_where(node_id, index)} {result.status}: {message}")
     if error is not None and error.code not in ("node_failed", "cancelled"):

@@ -1,13 +1,18 @@
 """Human-in-the-loop: runs that pause at a `human_input` node until someone answers.
 
 The pause is durable because nothing of it lives in a process. The block writes a
-`human_requests` row and stops the run with `waiting_for_human`; the run is recorded as
-`waiting`. An answer (API, editor, signed link) on any replica, or the request's timeout
-(every replica sweeps; the conditional update decides which one acts), claims the row and
-starts the continuation: the same app version and inputs, every node that had finished
-passed on unrun (the debug re-run's reuse), and the human node's answer as its output down
-the branch chosen. The continuation is a run of its own (mode `resume`, its parent the
-waiting run), in the same trace.
+`human_requests` row and stops the run with `waiting_for_human` (runtime/pause.py); the run
+is recorded as `waiting`. A `human_input` inside a map item, a repeat round or a sub-flow
+pauses the run the same way, under its path (`loop[2]/approve`); a map pauses once every item
+has run, so a run may wait on several requests. Answers (API, editor, signed link) on any
+replica, or timeouts (every replica sweeps; conditional updates decide which one acts), claim
+requests; once none of the run's requests is waiting, claiming the run itself (`waiting` ->
+`resumed`) decides which replica starts the continuation: the same app version and inputs,
+every node that had finished passed on unrun (nested ones too: each iteration hands its own
+on), and each answer as its paused node's output down the branch chosen. The continuation is
+a run of its own (mode `resume`, its parent the waiting run), in the same trace. The sweep
+also resumes runs whose last answer came before the run was recorded as waiting, or whose
+answering replica stopped before starting the continuation.
 """
 
 from __future__ import annotations
@@ -16,24 +21,26 @@ import asyncio
 import contextlib
 import logging
 import secrets as token_source
+from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Final
 
-from sqlalchemy import Engine, select, update
+from sqlalchemy import Engine, exists, select, update
+from sqlalchemy.orm import aliased
 from sqlmodel import Session
 
-from dagwright.errors import ConflictError, DagwrightError, InputError, NotFoundError
+from dagwright.errors import ConflictError, InputError, NotFoundError
 from dagwright.runtime.executor import ReusedOutput
 from dagwright.services.apps import AppService
-from dagwright.services.runs.recorder import WAITING_FOR_HUMAN, LiveRun
+from dagwright.services.runs.recorder import LiveRun
 from dagwright.services.runs.service import RunService
+from dagwright.services.runs.writer import RUNS
 from dagwright.store.human_models import HumanRequest
 from dagwright.store.models import utcnow
 from dagwright.telemetry.context import TraceParent, span_id_for, trace_id_for
 
 log = logging.getLogger(__name__)
 
-WAITING_CODE: Final = WAITING_FOR_HUMAN
 TIMEOUT_BRANCH: Final = "timeout"
 ANSWERED_BRANCH: Final = "answered"  # the one branch of a form without choices
 SWEEP: Final = 1.0  # seconds between looks for requests past their timeout
@@ -43,12 +50,20 @@ FIELD_TYPES: Final[dict[str, type | tuple[type, ...]]] = {
     "integer": int,
     "boolean": bool,
 }
+# A run still being recorded ("running") may yet become "waiting"; one that ended otherwise
+# (another node failed while a map item waited, say) has nothing to resume.
+RESUMABLE: Final = ("waiting", "running")
 
 
-class WaitingForHuman(DagwrightError):
-    """Raised by a human_input node: the run stops here until the request is answered."""
+@dataclass(frozen=True, slots=True)
+class Answered:
+    """What an answer (or a timeout) did: started the continuation `run_id`, or left the run
+    waiting for `waiting_for` more answers (run_id None). With neither, the run was still
+    being recorded: the sweep resumes it within a second."""
 
-    code = WAITING_CODE
+    waiting_run_id: str
+    run_id: str | None
+    waiting_for: int
 
 
 class HumanInbox:
@@ -65,8 +80,7 @@ class HumanInbox:
         form: dict[str, Any],
         timeout_s: float | None,
     ) -> HumanRequest:
-        from dagwright.services.runs.writer import RUNS
-
+        """`node` is the node's path in the run (`loop[2]/approve` inside a map item)."""
         with Session(self.engine) as session:
             app_id = session.execute(
                 select(RUNS.c.app_id).where(RUNS.c.id == run_id)
@@ -168,38 +182,92 @@ class HumanService:
             session.commit()
             return bool(getattr(done, "rowcount", 0) == 1)
 
+    def _run_status(self, run_id: str) -> str | None:
+        with Session(self.engine) as session:
+            found = session.execute(select(RUNS.c.status).where(RUNS.c.id == run_id))
+            status: str | None = found.scalar_one_or_none()
+            return status
+
     async def answer(
         self, request_id: str, answer: dict[str, Any], choice: str | None = None
-    ) -> LiveRun:
-        """Answer a waiting request and resume its run. ConflictError when it was answered
-        (or timed out) already; InputError for an answer that does not fit the form."""
+    ) -> Answered:
+        """Answer a waiting request, and resume its run unless it waits for other answers.
+        ConflictError when it was answered (or timed out) already, or its run ended without
+        waiting (another node failed meanwhile); InputError for an answer that does not fit
+        the form."""
         request = await asyncio.to_thread(self.get, request_id)
         if request.status != "waiting":
             raise ConflictError(f"this request is {request.status} already", "human_answered")
         check_answer(request.form, answer, choice)
+        run_status = await asyncio.to_thread(self._run_status, request.run_id)
+        if run_status not in RESUMABLE:
+            raise ConflictError(
+                f"run {request.run_id} is {run_status}: there is nothing to resume",
+                "not_resumable",
+            )
         branch = choice or ANSWERED_BRANCH
         values = _filled(request.form, answer)
         if not await asyncio.to_thread(self._claim, request.id, "answered", values, branch):
             raise ConflictError("this request was answered a moment ago", "human_answered")
-        return await self._resume(request, values, branch)
+        return await self._resume_if_ready(request.run_id, request.node)
 
-    async def _resume(self, request: HumanRequest, values: dict[str, Any], branch: str) -> LiveRun:
-        waiting = await asyncio.to_thread(self.runs.get, request.run_id)
+    def _waiting_count(self, run_id: str) -> int:
+        with Session(self.engine) as session:
+            query = select(HumanRequest.id).where(
+                HumanRequest.run_id == run_id,  # type: ignore[arg-type]
+                HumanRequest.status == "waiting",  # type: ignore[arg-type]
+            )
+            return len(session.scalars(query).all())
+
+    def _claim_run(self, run_id: str) -> bool:
+        """Move the paused run from waiting to resumed: the one caller this succeeds for
+        starts its continuation."""
+        with Session(self.engine) as session:
+            done = session.execute(
+                update(RUNS)
+                .where(RUNS.c.id == run_id, RUNS.c.status == "waiting")
+                .values(status="resumed")
+            )
+            session.commit()
+            return bool(getattr(done, "rowcount", 0) == 1)
+
+    async def _resume_if_ready(self, run_id: str, node: str) -> Answered:
+        """Start the continuation of `run_id` if none of its requests still waits and this
+        caller claims the run; `node` (the request just settled) is where its trace hangs."""
+        waiting_for = await asyncio.to_thread(self._waiting_count, run_id)
+        if waiting_for or not await asyncio.to_thread(self._claim_run, run_id):
+            return Answered(run_id, None, waiting_for)
+        live = await self._resume(run_id, node)
+        return Answered(run_id, live.run_id, 0)
+
+    def _answers(self, run_id: str) -> list[HumanRequest]:
+        with Session(self.engine) as session:
+            query = select(HumanRequest).where(
+                HumanRequest.run_id == run_id,  # type: ignore[arg-type]
+                HumanRequest.status != "waiting",  # type: ignore[arg-type]
+            )
+            return list(session.scalars(query))
+
+    async def _resume(self, run_id: str, node: str) -> LiveRun:
+        waiting = await asyncio.to_thread(self.runs.get, run_id)
         if waiting.app_id is None or waiting.version_id is None:
             raise ConflictError("only runs of a saved app version can be resumed", "not_resumable")
         version = await asyncio.to_thread(self.apps.get_version, waiting.app_id, waiting.version_id)
         plan = await asyncio.to_thread(self.apps.compiled, version)
+        # Every node that finished, nested ones too (`loop[0]/check`): a map or repeat that
+        # paused runs again, and each of its iterations passes on what it had done.
         reuse = {
-            node.node: ReusedOutput(node.output, node.branch)
-            for node in waiting.nodes
-            if node.status in ("succeeded", "reused") and "/" not in node.node
+            done.node: ReusedOutput(done.output, done.branch)
+            for done in waiting.nodes
+            if done.status in ("succeeded", "reused")
         }
-        reuse[request.node] = ReusedOutput({**values, "choice": branch}, branch)
+        for answered in await asyncio.to_thread(self._answers, run_id):
+            branch = answered.choice or ANSWERED_BRANCH
+            output = {**(answered.answer or {}), "choice": branch}
+            reuse[answered.node] = ReusedOutput(output, branch)
         # The continuation hangs under the human node's span of the waiting run's trace: its
         # ids are derived from the run id, so any replica can name them after any restart.
-        parent = TraceParent(
-            trace_id_for(waiting.id), span_id_for(waiting.id, f"node:{request.node}")
-        )
+        parent = TraceParent(trace_id_for(waiting.id), span_id_for(waiting.id, f"node:{node}"))
         live = await self.runs.start(
             plan,
             waiting.inputs,
@@ -207,35 +275,28 @@ class HumanService:
             version_id=waiting.version_id,
             mode="resume",
             parent_run_id=waiting.id,
-            parent_node=request.node,
+            parent_node=node,
             reuse=reuse,
             traceparent=parent.header(),
         )
-        await asyncio.to_thread(self._resumed, request.id, waiting.id, live.run_id)
+        await asyncio.to_thread(self._resumed, waiting.id, live.run_id)
         return live
 
-    def _resumed(self, request_id: str, waiting_run_id: str, run_id: str) -> None:
-        from dagwright.services.runs.writer import RUNS
-
+    def _resumed(self, waiting_run_id: str, run_id: str) -> None:
+        """Every answer of the paused run names the run that went on."""
         with Session(self.engine) as session:
             session.execute(
                 update(HumanRequest)
-                .where(HumanRequest.id == request_id)  # type: ignore[arg-type]
+                .where(HumanRequest.run_id == waiting_run_id)  # type: ignore[arg-type]
                 .values(resumed_run_id=run_id)
-            )
-            # The paused run is done waiting: the history shows it went on (in run_id).
-            session.execute(
-                update(RUNS)
-                .where(RUNS.c.id == waiting_run_id, RUNS.c.status == "waiting")
-                .values(status="resumed")
             )
             session.commit()
 
-    # -- timeouts -----------------------------------------------------------------------------
+    # -- timeouts and the sweep ---------------------------------------------------------------
 
-    async def expire_due(self) -> list[LiveRun]:
-        """Resume, down the `timeout` branch, the requests past their timeout that this
-        replica claims."""
+    async def expire_due(self) -> list[Answered]:
+        """Settle, as `timeout` with the fields' defaults, the requests past their timeout
+        that this replica claims, resuming their runs when nothing else is awaited."""
         now = utcnow()
 
         def due() -> list[HumanRequest]:
@@ -246,14 +307,39 @@ class HumanService:
                 )
                 return list(session.scalars(query))
 
-        resumed: list[LiveRun] = []
+        settled: list[Answered] = []
         for request in await asyncio.to_thread(due):
             values = _filled(request.form, {})
             claimed = await asyncio.to_thread(
                 self._claim, request.id, "expired", values, TIMEOUT_BRANCH
             )
             if claimed:
-                resumed.append(await self._resume(request, values, TIMEOUT_BRANCH))
+                settled.append(await self._resume_if_ready(request.run_id, request.node))
+        return settled
+
+    def _unresumed(self) -> list[tuple[str, str]]:
+        """(run, node) of paused runs with every request settled and none gone on: the last
+        answer came while the run was still being recorded, or its replica stopped."""
+        pending = aliased(HumanRequest)
+        with Session(self.engine) as session:
+            query = (
+                select(HumanRequest.run_id, HumanRequest.node)
+                .join(RUNS, RUNS.c.id == HumanRequest.run_id)
+                .where(
+                    RUNS.c.status == "waiting",
+                    HumanRequest.status != "waiting",  # type: ignore[arg-type]
+                    ~exists().where(
+                        pending.run_id == HumanRequest.run_id,  # type: ignore[arg-type]
+                        pending.status == "waiting",  # type: ignore[arg-type]
+                    ),
+                )
+            )
+            return [(row[0], row[1]) for row in session.execute(query)]
+
+    async def resume_settled(self) -> list[Answered]:
+        resumed: list[Answered] = []
+        for run_id, node in dict(await asyncio.to_thread(self._unresumed)).items():
+            resumed.append(await self._resume_if_ready(run_id, node))
         return resumed
 
     def start(self) -> None:
@@ -266,8 +352,9 @@ class HumanService:
         while True:
             try:
                 await self.expire_due()
+                await self.resume_settled()
             except Exception:  # one bad request must not stop the others' timeouts
-                log.warning("human request timeout sweep failed", exc_info=True)
+                log.warning("human request sweep failed", exc_info=True)
             await asyncio.sleep(SWEEP)
 
     async def close(self) -> None:

@@ -10,7 +10,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from dagwright.api.routes.access import Admin
-from dagwright.services.human import HumanService
+from dagwright.services.human import Answered, HumanService
 from dagwright.store.human_models import HumanRequest
 
 router = APIRouter(prefix="/api/v1/human", tags=["human"])
@@ -35,11 +35,19 @@ def request_body(found: HumanRequest, *, with_link: bool) -> dict[str, Any]:
     return body
 
 
-def _resumed(run_id: str) -> JSONResponse:
-    return JSONResponse(
-        {"run_id": run_id, "status": "running", "poll": f"/api/v1/runs/{run_id}"},
-        status_code=202,
-    )
+def _answered(done: Answered) -> JSONResponse:
+    """202 with the continuing run, or (run_id null) the paused run that still waits for
+    other answers (`waiting_for`: how many; several map items may wait at once)."""
+    if done.run_id is None:
+        body: dict[str, Any] = {
+            "run_id": None,
+            "status": "waiting",
+            "waiting_run_id": done.waiting_run_id,
+            "waiting_for": done.waiting_for,
+        }
+    else:
+        body = {"run_id": done.run_id, "status": "running", "poll": f"/api/v1/runs/{done.run_id}"}
+    return JSONResponse(body, status_code=202)
 
 
 @router.get("/requests", dependencies=[Admin])
@@ -59,10 +67,10 @@ async def get_request(request_id: str, request: Request) -> dict[str, Any]:
 
 @router.post("/requests/{request_id}/answer", dependencies=[Admin], response_model=None)
 async def answer_request(request_id: str, body: AnswerIn, request: Request) -> JSONResponse:
-    """Answer and resume the run: 202 with the continuing run's id. 409 when the request
-    was answered (or timed out) already; 422 for values that do not fit the form."""
-    live = await _service(request).answer(request_id, body.values, body.choice)
-    return _resumed(live.run_id)
+    """Answer and resume the run: 202 with the continuing run's id (null while the run still
+    waits for other answers). 409 when the request was answered (or timed out) already or
+    its run ended otherwise; 422 for values that do not fit the form."""
+    return _answered(await _service(request).answer(request_id, body.values, body.choice))
 
 
 @router.get("/links/{token}")
@@ -76,5 +84,4 @@ async def answer_link(token: str, body: AnswerIn, request: Request) -> JSONRespo
     """Answer through a signed link, as /requests/{id}/answer does."""
     service = _service(request)
     found = service.by_link(token)
-    live = await service.answer(found.id, body.values, body.choice)
-    return _resumed(live.run_id)
+    return _answered(await service.answer(found.id, body.values, body.choice))

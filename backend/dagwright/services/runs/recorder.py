@@ -7,11 +7,12 @@ import asyncio
 import logging
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any, Final
+from typing import Any
 
 from dagwright.registry import Usage
 from dagwright.runtime.events import RunFinished
 from dagwright.runtime.executor import Run
+from dagwright.runtime.pause import is_pause
 from dagwright.runtime.trace import NodeTrace, RunTrace
 from dagwright.services.runs.records import (
     RunRecord,
@@ -24,8 +25,6 @@ from dagwright.services.runs.writer import RunWriter
 from dagwright.store.models import utcnow
 
 log = logging.getLogger(__name__)
-
-WAITING_FOR_HUMAN: Final = "waiting_for_human"  # the code of services.human.WaitingForHuman
 
 
 class LiveRun:
@@ -161,9 +160,9 @@ def node_row(run_id: str, trace: NodeTrace, blocks: Mapping[str, str] | None) ->
 
 def _final_of(run_id: str, finished: RunFinished) -> dict[str, Any]:
     error = finished.error
-    # A human_input node paused the run (services/human.py): it is waiting, not failed,
+    # A human_input node paused the run (runtime/pause.py): it is waiting, not failed,
     # until an answer resumes it.
-    paused = error is not None and error.code == WAITING_FOR_HUMAN
+    paused = is_pause(error)
     return final_row(
         run_id,
         "waiting" if paused else finished.status,

@@ -253,7 +253,9 @@ class RunService:
     ) -> tuple[dict[str, Any], dict[str, ReusedOutput]]:
         """For a re-run from `from_node`: the earlier run's inputs, and the outputs of its
         nodes that are upstream of `from_node` (not it, nor anything after it) and that
-        succeeded there, for the new run to pass on without running them again."""
+        succeeded there, for the new run to pass on without running them again. Only the
+        flow's own nodes: a sub-flow node upstream comes back whole, and one that re-runs
+        runs its iterations afresh (nested reuse is for resuming a pause)."""
         try:
             rerun = plan.downstream(from_node)
         except KeyError as exc:
@@ -262,7 +264,9 @@ class RunService:
         reuse = {
             node.node: ReusedOutput(node.output, node.branch)
             for node in earlier.nodes
-            if node.status in ("succeeded", "reused") and node.node not in rerun
+            if node.status in ("succeeded", "reused")
+            and node.node not in rerun
+            and "/" not in node.node
         }
         return dict(earlier.inputs), reuse
 
