@@ -82,7 +82,9 @@ async def human_input(config: HumanInputConfig, ctx: NodeContext, **inputs: Any)
     it is `waiting` until someone answers through the API, the editor or the request's
     signed link, on any server, even after a restart. The run then goes on from here, with
     the answer ({field: value, ..., 'choice': branch}) as this node's output down the branch
-    chosen; after `timeout_s` without an answer, down 'timeout' with the fields' defaults."""
+    chosen; after `timeout_s` without an answer, down 'timeout' with the fields' defaults.
+    Inside a map item, a repeat round or a sub-flow it pauses the whole run, under its path
+    (`loop[2]/approve`)."""
     from dagwright.services.human import HumanInbox
 
     message = render(config.message, inputs, "message")

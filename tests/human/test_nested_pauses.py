@@ -22,6 +22,8 @@ from support.server import (
     node,
 )
 
+STARTUP = 120.0  # seconds for a server process to answer: the test machine may be loaded
+
 
 def branch(source: str, target: str, name: str) -> dict[str, Any]:
     return {**edge(source, target), "branch": name}
@@ -174,7 +176,7 @@ def database_url(request: pytest.FixtureRequest) -> Iterator[str | None]:
 def test_map_items_in_a_subflow_wait_together_and_resume_after_a_killed_server(
     database_url: str | None, tmp_path: Path
 ) -> None:
-    first = ServerProcess(tmp_path, "first", database_url).start()
+    first = ServerProcess(tmp_path, "first", database_url).start(STARTUP)
     try:
         api = first.api()
         key = api.published_app("reviews", map_flow())
@@ -196,7 +198,7 @@ def test_map_items_in_a_subflow_wait_together_and_resume_after_a_killed_server(
     finally:
         first.kill()  # SIGKILL: nothing of the pause may live in the process
 
-    second = ServerProcess(tmp_path, "second", database_url).start()
+    second = ServerProcess(tmp_path, "second", database_url).start(STARTUP)
     try:
         api = second.api()
         left = waiting_requests(api, paused["run_id"])

@@ -25,9 +25,9 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Final
 
-from sqlalchemy import Engine, exists, select, update
+from sqlalchemy import Engine, exists, func, select, update
 from sqlalchemy.orm import aliased
-from sqlmodel import Session
+from sqlmodel import Session, col
 
 from dagwright.errors import ConflictError, InputError, NotFoundError
 from dagwright.runtime.executor import ReusedOutput
@@ -213,11 +213,10 @@ class HumanService:
 
     def _waiting_count(self, run_id: str) -> int:
         with Session(self.engine) as session:
-            query = select(HumanRequest.id).where(
-                HumanRequest.run_id == run_id,  # type: ignore[arg-type]
-                HumanRequest.status == "waiting",  # type: ignore[arg-type]
+            query = select(func.count()).where(
+                col(HumanRequest.run_id) == run_id, col(HumanRequest.status) == "waiting"
             )
-            return len(session.scalars(query).all())
+            return int(session.execute(query).scalar_one())
 
     def _claim_run(self, run_id: str) -> bool:
         """Move the paused run from waiting to resumed: the one caller this succeeds for
@@ -323,14 +322,14 @@ class HumanService:
         pending = aliased(HumanRequest)
         with Session(self.engine) as session:
             query = (
-                select(HumanRequest.run_id, HumanRequest.node)
-                .join(RUNS, RUNS.c.id == HumanRequest.run_id)
+                select(col(HumanRequest.run_id), col(HumanRequest.node))
+                .join(RUNS, RUNS.c.id == col(HumanRequest.run_id))
                 .where(
                     RUNS.c.status == "waiting",
-                    HumanRequest.status != "waiting",  # type: ignore[arg-type]
+                    col(HumanRequest.status) != "waiting",
                     ~exists().where(
-                        pending.run_id == HumanRequest.run_id,  # type: ignore[arg-type]
-                        pending.status == "waiting",  # type: ignore[arg-type]
+                        col(pending.run_id) == col(HumanRequest.run_id),
+                        col(pending.status) == "waiting",
                     ),
                 )
             )
