@@ -5,12 +5,19 @@ server process, and the continuation's trace holds every nested node (reused or 
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import update
 
+from dagwright.services.human import SWEEP_GRACE
+from dagwright.store import db
+from dagwright.store.human_models import HumanRequest
+from dagwright.store.models import utcnow
 from support.database import DATABASES
 from support.server import (
     Api,
@@ -301,3 +308,40 @@ def test_an_answer_to_a_run_that_failed_meanwhile_is_refused(server: LiveServer)
     assert refused.status_code == 409, refused.text
     assert refused.json()["error"]["code"] == "not_resumable"
     assert api.get_run(run["run_id"])["status"] == "failed"
+
+
+def test_the_sweep_resumes_a_run_whose_answering_server_stopped(server: LiveServer) -> None:
+    """A replica claimed the last request and stopped before the continuation started: the
+    run is still `waiting` with nothing left to wait for, and any replica's sweep resumes it
+    once the answer is older than the grace it leaves the answering replica."""
+    api = server.api
+    key = api.published_app("orphaned", repeat_flow())
+    paused = api.run("orphaned", key, {"text": "v1"}).json()
+    [request] = waiting_requests(api, paused["run_id"])
+    settings = server.settings
+    engine = db.make_engine(settings.database_url or db.database_url(settings.data_dir))
+    try:
+        with engine.begin() as connection:  # what the stopped replica's answer had written
+            connection.execute(
+                update(HumanRequest.__table__)  # type: ignore[arg-type]
+                .where(HumanRequest.__table__.c.id == request["id"])  # type: ignore[attr-defined]
+                .values(
+                    status="answered",
+                    answer={"text": "v2", "done": True},
+                    choice="answered",
+                    answered_at=utcnow() - SWEEP_GRACE - timedelta(seconds=1),
+                )
+            )
+    finally:
+        engine.dispose()
+    resumed = api.wait_for_run(paused["run_id"], lambda run: run["status"] == "resumed")
+    assert resumed["status"] == "resumed"
+    deadline = time.monotonic() + 10
+    while not (done := api.http.get(f"/api/v1/human/requests/{request['id']}").json())[
+        "resumed_run_id"
+    ]:
+        assert time.monotonic() < deadline, "the continuation was not recorded"
+        time.sleep(0.1)
+    continuation = api.wait_for_run(done["resumed_run_id"])
+    assert continuation["outputs"] == {"text": "v2", "rounds": 1}
+    assert continuation["parent_run_id"] == paused["run_id"]

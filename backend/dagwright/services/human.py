@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Final
 
-from sqlalchemy import Engine, exists, func, select, update
+from sqlalchemy import Engine, exists, func, or_, select, update
 from sqlalchemy.orm import aliased
 from sqlmodel import Session, col
 
@@ -44,6 +44,9 @@ log = logging.getLogger(__name__)
 TIMEOUT_BRANCH: Final = "timeout"
 ANSWERED_BRANCH: Final = "answered"  # the one branch of a form without choices
 SWEEP: Final = 1.0  # seconds between looks for requests past their timeout
+# The sweep leaves a settled run alone for this long: the answer that settled it is still
+# starting its continuation (and is the one to report it).
+SWEEP_GRACE: Final = timedelta(seconds=10)
 FIELD_TYPES: Final[dict[str, type | tuple[type, ...]]] = {
     "text": str,
     "number": (int, float),
@@ -317,9 +320,11 @@ class HumanService:
         return settled
 
     def _unresumed(self) -> list[tuple[str, str]]:
-        """(run, node) of paused runs with every request settled and none gone on: the last
-        answer came while the run was still being recorded, or its replica stopped."""
+        """(run, node) of paused runs with every request settled a while ago and none gone
+        on: the last answer came while the run was still being recorded, or its replica
+        stopped."""
         pending = aliased(HumanRequest)
+        settled_before = utcnow() - SWEEP_GRACE
         with Session(self.engine) as session:
             query = (
                 select(col(HumanRequest.run_id), col(HumanRequest.node))
@@ -329,7 +334,10 @@ class HumanService:
                     col(HumanRequest.status) != "waiting",
                     ~exists().where(
                         col(pending.run_id) == col(HumanRequest.run_id),
-                        col(pending.status) == "waiting",
+                        or_(
+                            col(pending.status) == "waiting",
+                            col(pending.answered_at) >= settled_before,
+                        ),
                     ),
                 )
             )
