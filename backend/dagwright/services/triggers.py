@@ -25,16 +25,17 @@ from datetime import UTC, datetime, timedelta
 from typing import Any, Final
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from sqlalchemy import Engine, select, update
-from sqlalchemy.exc import IntegrityError
-from sqlmodel import Session
+from sqlalchemy import Engine
 
 from dagwright.errors import AuthError, DagwrightError, InputError, NotFoundError
 from dagwright.secrets import Secrets, check_secret_name
 from dagwright.services.apps import AppService
 from dagwright.services.runs.service import RunService
+from dagwright.store.db import session
 from dagwright.store.models import utcnow
+from dagwright.store.paging import DEFAULT_LIMIT, Page, window
 from dagwright.store.trigger_models import Trigger, TriggerFiring
+from dagwright.store.triggers import TriggerRepository
 
 log = logging.getLogger(__name__)
 
@@ -159,10 +160,9 @@ class TriggerService:
         if trigger.kind == "cron":
             # The first tick is the first after now: creating a schedule never fires the past.
             trigger.last_tick = utcnow()
-        with Session(self.engine) as session:
-            session.add(trigger)
-            session.commit()
-            session.refresh(trigger)
+        with session(self.engine) as db:
+            TriggerRepository(db).add(trigger)
+            db.commit()
         return trigger
 
     def _check(self, trigger: Trigger) -> None:
@@ -184,22 +184,16 @@ class TriggerService:
 
     def for_app(self, app_ref: str) -> list[Trigger]:
         app = self.apps.get_app(app_ref)
-        with Session(self.engine) as session:
-            query = select(Trigger).where(Trigger.app_id == app.id).order_by(Trigger.created_at)  # type: ignore[arg-type]
-            return list(session.scalars(query))
+        with session(self.engine) as db:
+            return TriggerRepository(db).of_app(app.id)
 
     def get(self, trigger_id: str) -> Trigger:
-        with Session(self.engine) as session:
-            found = session.get(Trigger, trigger_id)
-        if found is None:
-            raise NotFoundError(f"no trigger {trigger_id!r}")
-        return found
+        with session(self.engine) as db:
+            return TriggerRepository(db).find(trigger_id)
 
     def update(self, trigger_id: str, changes: Mapping[str, Any]) -> Trigger:
-        with Session(self.engine) as session:
-            trigger = session.get(Trigger, trigger_id)
-            if trigger is None:
-                raise NotFoundError(f"no trigger {trigger_id!r}")
+        with session(self.engine) as db:
+            trigger = TriggerRepository(db).find(trigger_id)
             for name, value in changes.items():
                 if value is None and name not in ("cron", "secret_name"):
                     raise TriggerError(f"{name} cannot be null")
@@ -207,29 +201,23 @@ class TriggerService:
             self._check(trigger)
             if trigger.kind == "cron" and ("enabled" in changes or "cron" in changes):
                 trigger.last_tick = utcnow()  # re-enabled or rescheduled: from now on
-            session.add(trigger)
-            session.commit()
-            session.refresh(trigger)
+            db.commit()
             return trigger
 
     def delete(self, trigger_id: str) -> None:
-        with Session(self.engine) as session:
-            trigger = session.get(Trigger, trigger_id)
-            if trigger is None:
-                raise NotFoundError(f"no trigger {trigger_id!r}")
-            session.delete(trigger)
-            session.commit()
+        with session(self.engine) as db:
+            store = TriggerRepository(db)
+            store.delete(store.find(trigger_id))
+            db.commit()
 
-    def firings(self, trigger_id: str, limit: int = 50) -> list[TriggerFiring]:
-        self.get(trigger_id)
-        with Session(self.engine) as session:
-            query = (
-                select(TriggerFiring)
-                .where(TriggerFiring.trigger_id == trigger_id)  # type: ignore[arg-type]
-                .order_by(TriggerFiring.tick.desc())  # type: ignore[attr-defined]
-                .limit(limit)
-            )
-            return list(session.scalars(query))
+    def firings(
+        self, trigger_id: str, offset: int = 0, limit: int = DEFAULT_LIMIT
+    ) -> Page[TriggerFiring]:
+        """Newest tick first."""
+        at = window(offset, limit)
+        with session(self.engine) as db:
+            store = TriggerRepository(db)
+            return store.firings(store.find(trigger_id).id, at)
 
     # -- firing -----------------------------------------------------------------------------
 
@@ -238,29 +226,16 @@ class TriggerService:
         firing = TriggerFiring(
             trigger_id=trigger.id, tick=tick, status="started", replica=self.runs.lease_id
         )
-        try:
-            with Session(self.engine) as session:
-                session.add(firing)
-                if trigger.kind == "cron":
-                    session.execute(
-                        update(Trigger)
-                        .where(Trigger.id == trigger.id)  # type: ignore[arg-type]
-                        .values(last_tick=tick)
-                    )
-                session.commit()
-                session.refresh(firing)
-        except IntegrityError:
-            return None  # another replica fired this tick
+        with session(self.engine) as db:
+            if not TriggerRepository(db).claim(trigger, firing):
+                return None  # another replica fired this tick
+            db.commit()
         return firing
 
     def _settle(self, firing_id: str, run_id: str | None, error: str | None) -> None:
-        with Session(self.engine) as session:
-            session.execute(
-                update(TriggerFiring)
-                .where(TriggerFiring.id == firing_id)  # type: ignore[arg-type]
-                .values(run_id=run_id, status="failed" if error else "started", error=error)
-            )
-            session.commit()
+        with session(self.engine) as db:
+            TriggerRepository(db).settle(firing_id, run_id, error)
+            db.commit()
 
     async def fire(
         self, trigger: Trigger, tick: datetime, inputs: Mapping[str, Any]
@@ -305,16 +280,13 @@ class TriggerService:
         return fired
 
     def _cron_triggers(self) -> list[Trigger]:
-        with Session(self.engine) as session:
-            query = select(Trigger).where(Trigger.kind == "cron", Trigger.enabled)  # type: ignore[arg-type]
-            return list(session.scalars(query))
+        with session(self.engine) as db:
+            return TriggerRepository(db).enabled_cron()
 
     def _advance(self, trigger_id: str, tick: datetime) -> None:
-        with Session(self.engine) as session:
-            session.execute(
-                update(Trigger).where(Trigger.id == trigger_id).values(last_tick=tick)  # type: ignore[arg-type]
-            )
-            session.commit()
+        with session(self.engine) as db:
+            TriggerRepository(db).advance(trigger_id, tick)
+            db.commit()
 
     async def receive(self, trigger_id: str, body: bytes, signed: str | None) -> TriggerFiring:
         """A webhook call: check the signature (when the trigger has a secret), map the JSON

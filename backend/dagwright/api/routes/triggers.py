@@ -3,6 +3,7 @@ is called at /api/v1/hooks/{trigger_id}, signed when its trigger has a secret.""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any, Literal
 
 from fastapi import APIRouter, Request
@@ -10,7 +11,9 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from dagwright.api.routes.access import Admin
+from dagwright.api.schemas import Paging
 from dagwright.services.triggers import SIGNATURE_HEADER, TriggerService
+from dagwright.store.paging import Page
 from dagwright.store.trigger_models import Trigger, TriggerFiring
 
 router = APIRouter(prefix="/api/v1", tags=["triggers"])
@@ -86,9 +89,10 @@ async def delete_trigger(trigger_id: str, request: Request) -> None:
 
 
 @router.get("/triggers/{trigger_id}/firings", dependencies=[Admin])
-async def list_firings(trigger_id: str, request: Request, limit: int = 50) -> dict[str, Any]:
-    firings = _service(request).firings(trigger_id, max(1, min(limit, 200)))
-    return {"items": [firing_body(f) for f in firings]}
+async def list_firings(trigger_id: str, request: Request, page: Paging) -> Page[dict[str, Any]]:
+    """Newest tick first."""
+    found = await asyncio.to_thread(_service(request).firings, trigger_id, page.offset, page.limit)
+    return found.map(firing_body)
 
 
 @router.post("/hooks/{trigger_id}", status_code=202, response_model=None)
