@@ -11,14 +11,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Engine, delete, func
-from sqlmodel import select
+from sqlalchemy import Engine
 
 from dagwright.errors import ConflictError, InputError, NotFoundError
 from dagwright.evaluation.datasets import DEFAULT_METRIC, KINDS, ParsedExample, read_dataset
 from dagwright.evaluation.metrics import METRICS
 from dagwright.store.db import session
 from dagwright.store.evaluation_models import EvalDataset, EvalExample
+from dagwright.store.evaluations import DatasetRepository
 
 if TYPE_CHECKING:
     from dagwright.embedding.service import ExampleStore
@@ -108,7 +108,7 @@ class DatasetService:
         if metric not in METRICS:
             raise InputError(f"unknown metric {metric!r} (one of {', '.join(METRICS)})")
         with session(self._db) as db:
-            dataset = db.exec(select(EvalDataset).where(EvalDataset.name == name)).first()
+            dataset = DatasetRepository(db).by_name(name)
         if dataset is not None and dataset.kind != kind:
             raise ConflictError(
                 f"dataset {name!r} holds {dataset.kind} examples, not {kind}", "dataset_kind"
@@ -143,14 +143,7 @@ class DatasetService:
             for seq, p in enumerate(parsed)
         ]
         with session(self._db) as db:
-            db.add(dataset)
-            db.execute(
-                delete(EvalExample).where(
-                    EvalExample.dataset_id == dataset.id,  # type: ignore[arg-type]
-                    EvalExample.split == split,  # type: ignore[arg-type]
-                )
-            )
-            db.add_all(rows)
+            DatasetRepository(db).replace_split(dataset, split, rows)
             db.commit()
         return self.get(name)
 
@@ -195,49 +188,29 @@ class DatasetService:
 
     def list(self) -> builtins.list[DatasetSummary]:
         with session(self._db) as db:
-            datasets = db.exec(select(EvalDataset).order_by(EvalDataset.name)).all()
+            datasets = DatasetRepository(db).all()
         return [self._summary(d) for d in datasets]
 
     def row(self, name: str) -> EvalDataset:
         with session(self._db) as db:
-            dataset = db.exec(select(EvalDataset).where(EvalDataset.name == name)).first()
-        if dataset is None:
-            raise NotFoundError(f"no dataset {name!r}", "dataset_not_found")
-        return dataset
+            return DatasetRepository(db).find(name)
 
     def get(self, name: str) -> DatasetSummary:
         return self._summary(self.row(name))
 
     def _summary(self, dataset: EvalDataset) -> DatasetSummary:
         with session(self._db) as db:
-            counts = db.exec(
-                select(EvalExample.split, func.count())
-                .where(EvalExample.dataset_id == dataset.id)
-                .group_by(EvalExample.split)
-            ).all()
+            sizes = DatasetRepository(db).split_sizes(dataset.id)
         return DatasetSummary(
-            dataset.id,
-            dataset.name,
-            dataset.kind,
-            dataset.metric,
-            dataset.source,
-            {split: count for split, count in counts},
+            dataset.id, dataset.name, dataset.kind, dataset.metric, dataset.source, sizes
         )
 
     def examples(
         self, name: str, split: str, offset: int = 0, limit: int | None = None
     ) -> builtins.list[EvalExample]:
         dataset = self.row(name)
-        query = (
-            select(EvalExample)
-            .where(EvalExample.dataset_id == dataset.id, EvalExample.split == split)
-            .order_by(EvalExample.seq)  # type: ignore[arg-type]
-            .offset(offset)
-        )
-        if limit is not None:
-            query = query.limit(limit)
         with session(self._db) as db:
-            rows = builtins.list(db.exec(query).all())
+            rows = DatasetRepository(db).examples(dataset.id, split, offset, limit)
         if not rows and offset == 0 and split not in self._summary(dataset).splits:
             raise NotFoundError(f"dataset {name!r} has no split {split!r}", "split_not_found")
         return rows

@@ -8,13 +8,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine
-from sqlmodel import col, select
 
 from dagwright.errors import ConflictError, InputError, NotFoundError
 from dagwright.evaluation.gate import GateDecision, decide
 from dagwright.evaluation.metrics import METRICS
 from dagwright.store.db import session
-from dagwright.store.evaluation_models import EvalDataset, EvalGate, Evaluation, EvalWaiver
+from dagwright.store.evaluation_models import EvalGate, EvalWaiver
+from dagwright.store.evaluations import DatasetRepository, EvaluationRepository, GateRepository
 from dagwright.store.models import utcnow
 
 if TYPE_CHECKING:
@@ -64,38 +64,37 @@ class GateService:
             raise InputError("the tolerance is a score difference, 0 or more")
         app_id = self._apps.get_app(app).id
         with session(self._db) as db:
-            found = db.exec(select(EvalDataset).where(EvalDataset.name == dataset)).first()
-            if found is None:
-                raise NotFoundError(f"no dataset {dataset!r}", "dataset_not_found")
+            found = DatasetRepository(db).find(dataset)
+            gates = GateRepository(db)
             chosen = metric or found.metric
             if chosen not in METRICS:
                 raise InputError(f"unknown metric {chosen!r} (one of {', '.join(METRICS)})")
-            gate = db.get(EvalGate, app_id) or EvalGate(
+            gate = gates.of_app(app_id) or EvalGate(
                 app_id=app_id, dataset_id=found.id, split=split, metric=chosen
             )
             gate.dataset_id, gate.split, gate.metric = found.id, split, chosen
             gate.tolerance, gate.updated_at = tolerance, utcnow()
-            db.add(gate)
+            gates.put(gate)
             db.commit()
-            db.refresh(gate)
             return _gate_dict(gate, found.name)
 
     def get(self, app: str) -> dict[str, Any] | None:
         app_id = self._apps.get_app(app).id
         with session(self._db) as db:
-            gate = db.get(EvalGate, app_id)
+            gate = GateRepository(db).of_app(app_id)
             if gate is None:
                 return None
-            dataset = db.get(EvalDataset, gate.dataset_id)
+            dataset = DatasetRepository(db).get(gate.dataset_id)
             return _gate_dict(gate, dataset.name if dataset else gate.dataset_id)
 
     def remove(self, app: str) -> None:
         app_id = self._apps.get_app(app).id
         with session(self._db) as db:
-            gate = db.get(EvalGate, app_id)
+            gates = GateRepository(db)
+            gate = gates.of_app(app_id)
             if gate is None:
                 raise NotFoundError(f"app {app!r} has no evaluation gate", "gate_not_found")
-            db.delete(gate)
+            gates.delete(gate)
             db.commit()
 
     def waive(self, app: str, version: str, reason: str, author: str = "") -> dict[str, Any]:
@@ -106,9 +105,8 @@ class GateService:
             app_id=target.app_id, version_id=target.id, reason=reason.strip(), author=author
         )
         with session(self._db) as db:
-            db.add(waiver)
+            GateRepository(db).add_waiver(waiver)
             db.commit()
-            db.refresh(waiver)
         return {
             "id": waiver.id,
             "version_id": waiver.version_id,
@@ -120,17 +118,9 @@ class GateService:
     def _score(self, gate: EvalGate, version_id: str) -> float | None:
         """The latest complete evaluation of the version on the gate's whole split."""
         with session(self._db) as db:
-            rows = db.exec(
-                select(Evaluation)
-                .where(
-                    Evaluation.version_id == version_id,
-                    Evaluation.dataset_id == gate.dataset_id,
-                    Evaluation.split == gate.split,
-                    Evaluation.metric == gate.metric,
-                    Evaluation.status == "completed",
-                )
-                .order_by(col(Evaluation.created_at).desc())
-            ).all()
+            rows = EvaluationRepository(db).completed(
+                version_id, gate.dataset_id, gate.split, gate.metric
+            )
         for row in rows:
             if row.settings.get("limit") is None and row.aggregate:
                 return float(row.aggregate[row.aggregate["primary"]])
@@ -140,15 +130,12 @@ class GateService:
         """The gate's decision for publishing `version_id` (None without a gate)."""
         found = self._apps.get_app(app)
         with session(self._db) as db:
-            gate = db.get(EvalGate, found.id)
+            gates = GateRepository(db)
+            gate = gates.of_app(found.id)
             if gate is None:
                 return None, {}
-            waiver = db.exec(
-                select(EvalWaiver)
-                .where(EvalWaiver.app_id == found.id, EvalWaiver.version_id == version_id)
-                .order_by(col(EvalWaiver.created_at).desc())
-            ).first()
-            dataset = db.get(EvalDataset, gate.dataset_id)
+            waiver = gates.latest_waiver(found.id, version_id)
+            dataset = DatasetRepository(db).get(gate.dataset_id)
         published = (
             self._score(gate, found.published_version_id)
             if found.published_version_id and found.published_version_id != version_id

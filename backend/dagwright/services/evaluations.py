@@ -19,8 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Engine, bindparam, insert, update
-from sqlmodel import col, select
+from sqlalchemy import Engine
 
 from dagwright.errors import ConflictError, InputError, NotFoundError
 from dagwright.evaluation.batch import Outcome, Progress, Task, run_batch
@@ -30,6 +29,7 @@ from dagwright.evaluation.report import ResultRow, build_report
 from dagwright.services.datasets import DatasetService
 from dagwright.store.db import session
 from dagwright.store.evaluation_models import EvalExample, EvalResult, Evaluation
+from dagwright.store.evaluations import DatasetRepository, EvaluationRepository
 from dagwright.store.models import utcnow
 
 if TYPE_CHECKING:
@@ -166,16 +166,7 @@ class EvaluationService:
         options["limit"] = limit
         if resume:
             with session(self._db) as db:
-                unfinished = db.exec(
-                    select(Evaluation)
-                    .where(
-                        Evaluation.version_id == target.id,
-                        Evaluation.dataset_id == data.id,
-                        Evaluation.split == split,
-                        Evaluation.status != "completed",
-                    )
-                    .order_by(col(Evaluation.created_at).desc())
-                ).all()
+                unfinished = EvaluationRepository(db).unfinished(target.id, data.id, split)
             for row in unfinished:
                 if row.settings.get("limit") == limit:
                     return row
@@ -190,29 +181,24 @@ class EvaluationService:
             total=len(examples),
         )
         with session(self._db) as db:
-            db.add(row)
+            EvaluationRepository(db).add(row)
             db.commit()
-            db.refresh(row)
         return row
 
     def get(self, evaluation_id: str) -> Evaluation:
         with session(self._db) as db:
-            row = db.get(Evaluation, evaluation_id)
-        if row is None:
-            raise NotFoundError(f"no evaluation {evaluation_id!r}", "evaluation_not_found")
-        return row
+            return EvaluationRepository(db).find(evaluation_id)
 
     def list(self, app: str | None = None, limit: int = 50) -> builtins.list[Evaluation]:
-        query = select(Evaluation).order_by(col(Evaluation.created_at).desc()).limit(limit)
-        if app is not None:
-            query = query.where(Evaluation.app_id == self._apps.get_app(app).id)
+        app_id = None if app is None else self._apps.get_app(app).id
         with session(self._db) as db:
-            return builtins.list(db.exec(query).all())
+            return EvaluationRepository(db).recent(app_id, limit)
 
     def _dataset_name(self, row: Evaluation) -> str:
-        for summary in self.datasets.list():
-            if summary.id == row.dataset_id:
-                return summary.name
+        with session(self._db) as db:
+            dataset = DatasetRepository(db).get(row.dataset_id)
+        if dataset is not None:
+            return dataset.name
         raise NotFoundError(f"the dataset of evaluation {row.id} is gone", "dataset_not_found")
 
     def _examples(self, row: Evaluation) -> builtins.list[EvalExample]:
@@ -222,11 +208,7 @@ class EvaluationService:
 
     def done_ids(self, evaluation_id: str) -> set[str]:
         with session(self._db) as db:
-            return set(
-                db.exec(
-                    select(EvalResult.example_id).where(EvalResult.evaluation_id == evaluation_id)
-                ).all()
-            )
+            return EvaluationRepository(db).done_ids(evaluation_id)
 
     def _sink(self, evaluation_id: str) -> Callable[[builtins.list[Outcome]], None]:
         def write(outcomes: builtins.list[Outcome]) -> None:
@@ -243,8 +225,9 @@ class EvaluationService:
                 }
                 for o in outcomes
             ]
-            with self._db.begin() as connection:
-                connection.execute(insert(EvalResult), rows)
+            with session(self._db) as db:
+                EvaluationRepository(db).add_results(rows)
+                db.commit()
 
         return write
 
@@ -298,17 +281,15 @@ class EvaluationService:
         return row, version, self._examples(row), self.done_ids(row.id)
 
     def _set_status(self, evaluation_id: str, status: str) -> None:
-        with self._db.begin() as connection:
-            connection.execute(
-                update(Evaluation).where(col(Evaluation.id) == evaluation_id).values(status=status)
-            )
+        with session(self._db) as db:
+            EvaluationRepository(db).set_status(evaluation_id, status)
+            db.commit()
 
     # -- scoring and reading -----------------------------------------------------------------
 
     def _results(self, evaluation_id: str) -> dict[str, EvalResult]:
         with session(self._db) as db:
-            rows = db.exec(select(EvalResult).where(EvalResult.evaluation_id == evaluation_id))
-            return {r.example_id: r for r in rows}
+            return EvaluationRepository(db).results(evaluation_id)
 
     def score(self, evaluation_id: str) -> Evaluation:
         """Scores every result with the evaluation's metric; complete when every example
@@ -332,40 +313,19 @@ class EvaluationService:
             databases = FolderDatabases(folder, dialect)
             gold_databases = FolderDatabases(folder, "mysql")
         report = score_items(row.metric, items, databases, gold_databases)
-        table = EvalResult.__table__  # type: ignore[attr-defined]
-        scored = (
-            update(table)
-            .where(
-                table.c.evaluation_id == bindparam("evaluation"),
-                table.c.example_id == bindparam("example"),
+        complete = len(results) >= len(examples)
+        with session(self._db) as db:
+            store = EvaluationRepository(db)
+            store.score_results(
+                row.id,
+                [
+                    {"example": e.id, "score": e.score, "correct": e.correct, "detail": e.detail}
+                    for e in report.examples
+                ],
             )
-            .values(score=bindparam("s"), correct=bindparam("c"), detail=bindparam("d"))
-        )
-        with self._db.begin() as connection:
-            if report.examples:  # one statement, executed for every example (executemany)
-                connection.execute(
-                    scored,
-                    [
-                        {
-                            "evaluation": row.id,
-                            "example": e.id,
-                            "s": e.score,
-                            "c": e.correct,
-                            "d": e.detail,
-                        }
-                        for e in report.examples
-                    ],
-                )
-            complete = len(results) >= len(examples)
-            connection.execute(
-                update(Evaluation)
-                .where(col(Evaluation.id) == row.id)
-                .values(
-                    aggregate={"primary": report.primary, **report.aggregate},
-                    status="completed" if complete else "interrupted",
-                    finished_at=utcnow() if complete else None,
-                )
-            )
+            aggregate = {"primary": report.primary, **report.aggregate}
+            store.finish(row.id, aggregate, utcnow() if complete else None)
+            db.commit()
         return self.get(row.id)
 
     def rows(self, evaluation_id: str) -> builtins.list[ResultRow]:

@@ -9,11 +9,11 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine
-from sqlmodel import col, select
 
 from dagwright.errors import InputError, NotFoundError
 from dagwright.store.db import session
 from dagwright.store.evaluation_models import RunFeedback
+from dagwright.store.evaluations import FeedbackRepository
 
 if TYPE_CHECKING:
     from dagwright.embedding.service import ExampleStore
@@ -98,16 +98,11 @@ class FeedbackService:
             example_namespace=namespace,
         )
         with session(self._db) as db:
-            db.add(row)
+            FeedbackRepository(db).add(row)
             db.commit()
-            db.refresh(row)
         return feedback_dict(row)
 
     def list(self, run_id: str) -> list[dict[str, Any]]:
         with session(self._db) as db:
-            rows = db.exec(
-                select(RunFeedback)
-                .where(RunFeedback.run_id == run_id)
-                .order_by(col(RunFeedback.created_at))
-            ).all()
+            rows = FeedbackRepository(db).of_run(run_id)
         return [feedback_dict(r) for r in rows]
