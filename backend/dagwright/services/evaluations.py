@@ -31,6 +31,7 @@ from dagwright.store.db import session
 from dagwright.store.evaluation_models import EvalExample, EvalResult, Evaluation
 from dagwright.store.evaluations import DatasetRepository, EvaluationRepository
 from dagwright.store.models import utcnow
+from dagwright.store.paging import DEFAULT_LIMIT, window
 
 if TYPE_CHECKING:
     from dagwright.runtime import CompiledFlow
@@ -189,10 +190,14 @@ class EvaluationService:
         with session(self._db) as db:
             return EvaluationRepository(db).find(evaluation_id)
 
-    def list(self, app: str | None = None, limit: int = 50) -> builtins.list[Evaluation]:
+    def list(
+        self, app: str | None = None, offset: int = 0, limit: int = DEFAULT_LIMIT
+    ) -> builtins.list[Evaluation]:
+        """Newest first."""
+        at = window(offset, limit)
         app_id = None if app is None else self._apps.get_app(app).id
         with session(self._db) as db:
-            return EvaluationRepository(db).recent(app_id, limit)
+            return EvaluationRepository(db).recent(app_id, at)
 
     def _dataset_name(self, row: Evaluation) -> str:
         with session(self._db) as db:

@@ -21,6 +21,7 @@ from dagwright.store.evaluation_models import (
     EvalWaiver,
     RunFeedback,
 )
+from dagwright.store.paging import Window
 
 
 class DatasetRepository:
@@ -93,12 +94,12 @@ class EvaluationRepository:
             raise NotFoundError(f"no evaluation {evaluation_id!r}", "evaluation_not_found")
         return row
 
-    def recent(self, app_id: str | None, limit: int) -> list[Evaluation]:
+    def recent(self, app_id: str | None, at: Window) -> list[Evaluation]:
         """Newest first; of one app when `app_id` is given."""
-        query = select(Evaluation).order_by(col(Evaluation.created_at).desc()).limit(limit)
+        query = select(Evaluation).order_by(col(Evaluation.created_at).desc(), col(Evaluation.id))
         if app_id is not None:
             query = query.where(Evaluation.app_id == app_id)
-        return list(self._db.exec(query).all())
+        return list(self._db.exec(query.offset(at.offset).limit(at.limit)).all())
 
     def unfinished(self, version_id: str, dataset_id: str, split: str) -> list[Evaluation]:
         """Evaluations of the version on the split that are not complete, newest first."""

@@ -14,6 +14,7 @@ from fastapi import APIRouter, Depends, Query, Request, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from dagwright.api.routes.access import Admin, may_read_app
+from dagwright.api.schemas import Paging
 from dagwright.api.state import Services, services
 from dagwright.errors import InputError, NotFoundError
 from dagwright.evaluation.metrics import METRICS
@@ -145,13 +146,13 @@ async def get_dataset(name: str, s: Deps) -> dict[str, Any]:
 async def dataset_examples(
     name: str,
     s: Deps,
+    page: Paging,
     split: str = "dev",
-    offset: Annotated[int, Query(ge=0)] = 0,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 50,
 ) -> list[dict[str, Any]]:
     from dagwright.services.datasets import example_dict
 
-    rows = await asyncio.to_thread(_evaluations(s).datasets.examples, name, split, offset, limit)
+    datasets = _evaluations(s).datasets
+    rows = await asyncio.to_thread(datasets.examples, name, split, page.offset, page.limit)
     return [example_dict(r) for r in rows]
 
 
@@ -239,12 +240,11 @@ async def start_evaluation(
 
 
 @admin.get("/evaluations")
-async def list_evaluations(
-    s: Deps, app: str | None = None, limit: Annotated[int, Query(ge=1, le=500)] = 50
-) -> list[dict[str, Any]]:
+async def list_evaluations(s: Deps, page: Paging, app: str | None = None) -> list[dict[str, Any]]:
+    """Newest first."""
     from dagwright.services.evaluations import evaluation_dict
 
-    rows = await asyncio.to_thread(_evaluations(s).list, app, limit)
+    rows = await asyncio.to_thread(_evaluations(s).list, app, page.offset, page.limit)
     return [evaluation_dict(r) for r in rows]
 
 
@@ -281,8 +281,7 @@ async def evaluation_report(evaluation_id: str, s: Deps) -> dict[str, Any]:
 async def evaluation_results(
     evaluation_id: str,
     s: Deps,
-    offset: Annotated[int, Query(ge=0)] = 0,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    page: Paging,
     failed: bool = False,
 ) -> list[dict[str, Any]]:
     """Per example: prediction, score, its run (the trace at /api/v1/runs/{run_id})."""
@@ -304,7 +303,7 @@ async def evaluation_results(
             "cost": r.cost,
             "meta": r.meta,
         }
-        for r in rows[offset : offset + limit]
+        for r in rows[page.offset : page.offset + page.limit]
     ]
 
 
