@@ -15,6 +15,7 @@ from dagwright.invocation import AppInvoker
 from dagwright.registry import NodeContext, block
 from dagwright.tqa.access import TqaAccess
 from dagwright.tqa.executor import choose_tool
+from dagwright.tqa.ports import ExecutorInputs
 
 
 class AskConfig(BaseModel):
@@ -69,7 +70,7 @@ class ExecuteOutput(TypedDict):
     app: str | None
     inputs: dict[str, Any]
     outputs: dict[str, Any]
-    error: str | None
+    error: dict[str, str] | None
 
 
 @block(
@@ -86,34 +87,41 @@ async def autotqa_execute(
     context: dict[str, Any] | None = None,
 ) -> ExecuteOutput:
     """Chooses the app of the tool the Engineer's `request` ({tool, input}) names among the
-    registered `tools` ({name: {app}}), fills the built-in tools' inputs the Engineer left out
-    from the `context` (question, hints, feedback of the failed attempt, few-shot examples)
-    and calls the app (a child run: open it from this run's trace). A tool that is not
-    registered or whose run fails comes back on `error` (`code: message`), so the Engineer
-    can correct its request."""
+    registered `tools` ({name: {app, role}}), fills the inputs the Engineer left out as the
+    tool's role declares from the `context` (question, hints, feedback of the failed
+    attempt, few-shot examples, the dataset's sources) and calls the app (a child run: open
+    it from this run's trace). A tool that is not registered or whose run fails comes back
+    on `error` ({code, message}), so the Engineer can correct its request; a failure the
+    tool reports itself is in its `outputs`."""
     try:
-        name, app, inputs = choose_tool(request, tools, context or {})
+        given = ExecutorInputs.read(request, tools, context)
+        choice = choose_tool(given.request, given.tools, given.context)
     except DagwrightError as exc:
-        return {
-            "tool": None,
-            "app": None,
-            "inputs": {},
-            "outputs": {},
-            "error": f"{exc.code}: {exc.message}",
-        }
+        return {"tool": None, "app": None, "inputs": {}, "outputs": {}, "error": _failure(exc)}
     try:
         outputs = await ctx.service(AppInvoker).invoke(
-            app, None, inputs, parent_run_id=ctx.run_id, parent_node=ctx.node_id
+            choice.app, None, choice.inputs, parent_run_id=ctx.run_id, parent_node=ctx.node_id
         )
     except DagwrightError as exc:
+        error = _failure(exc)
         return {
-            "tool": name,
-            "app": app,
-            "inputs": inputs,
+            "tool": choice.tool,
+            "app": choice.app,
+            "inputs": choice.inputs,
             "outputs": {},
-            "error": f"{exc.code}: {exc.message}",
+            "error": error,
         }
-    return {"tool": name, "app": app, "inputs": inputs, "outputs": outputs, "error": None}
+    return {
+        "tool": choice.tool,
+        "app": choice.app,
+        "inputs": choice.inputs,
+        "outputs": outputs,
+        "error": None,
+    }
+
+
+def _failure(exc: DagwrightError) -> dict[str, str]:
+    return {"code": exc.code, "message": exc.message}
 
 
 class PythonCodeConfig(BaseModel):

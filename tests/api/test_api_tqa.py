@@ -329,17 +329,17 @@ def test_autotqa_is_publishable_as_an_app(api: Api) -> None:
 
 
 async def test_agents_called_by_url_with_api_keys(api: Api) -> None:
+    from dagwright.store.tqa.tools import Tool
     from dagwright.tqa.agents import HttpAgentCaller
     from dagwright.tqa.conversation import AskRequest
     from dagwright.tqa.orchestrator import Orchestrator
-    from dagwright.tqa.tools import Tool
 
     api.http.post("/api/v1/tqa/publish", json={})
     slugs = ["autotqa-planner", "autotqa-engineer", "autotqa-critic", "autotqa-executor"]
     caller = HttpAgentCaller(api.base_url, {slug: api.new_key(slug) for slug in slugs})
     registered = api.http.get("/api/v1/tqa/tools").json()
     tools = [
-        Tool(t["name"], t["app"], t["description"], datetime.now(UTC), datetime.now(UTC))
+        Tool(t["name"], t["app"], t["description"], datetime.now(UTC), datetime.now(UTC), t["role"])
         for t in registered
         if t["name"] == "text_to_sql"
     ]

@@ -14,6 +14,7 @@ import pytest
 from dagwright.errors import DagwrightError
 from dagwright.secrets import EnvSecrets
 from dagwright.services.data_sources import demo_sources, engine_over, fixed_sources
+from dagwright.store.tqa.tools import Tool
 from dagwright.tabular import TableAccess
 from dagwright.tqa.agents import AgentCaller, AgentCallError, AgentReply, normal_usage
 from dagwright.tqa.conversation import AskRequest, Conversation, Turn
@@ -21,10 +22,19 @@ from dagwright.tqa.executor import choose_tool
 from dagwright.tqa.hints import empty_result_hints, error_hints
 from dagwright.tqa.knowledge import Knowledge, KnowledgeSource
 from dagwright.tqa.orchestrator import Orchestrator
-from dagwright.tqa.tools import Tool
+from dagwright.tqa.ports import ExecutorInputs, ToolContext, ToolEntry, ToolRequest
 
 Agent = Callable[[Mapping[str, Any]], dict[str, Any]]
-TOOLS = [Tool("text_to_sql", "autotqa-text-to-sql", "SQL", datetime.now(UTC), datetime.now(UTC))]
+TOOLS = [
+    Tool(
+        "text_to_sql",
+        "autotqa-text-to-sql",
+        "SQL",
+        datetime.now(UTC),
+        datetime.now(UTC),
+        "text_to_sql",
+    )
+]
 
 
 class Scripted(AgentCaller):
@@ -47,11 +57,18 @@ class Scripted(AgentCaller):
     def execute(self, inputs: Mapping[str, Any]) -> dict[str, Any]:
         """The Executor flow's work: the shared choice, then the tool app's function."""
         try:
-            name, app, given = choose_tool(inputs["request"], inputs["tools"], inputs["context"])
+            given = ExecutorInputs.read(inputs["request"], inputs["tools"], inputs["context"])
+            choice = choose_tool(given.request, given.tools, given.context)
         except DagwrightError as exc:
-            return {"tool": None, "inputs": {}, "outputs": {}, "error": f"{exc.code}: {exc}"}
-        outputs = self.agents[app.removeprefix("autotqa-")](given)
-        return {"tool": name, "app": app, "inputs": given, "outputs": outputs, "error": None}
+            return {"tool": None, "inputs": {}, "outputs": {}, "error": exc.to_dict()}
+        outputs = self.agents[choice.app.removeprefix("autotqa-")](choice.inputs)
+        return {
+            "tool": choice.tool,
+            "app": choice.app,
+            "inputs": choice.inputs,
+            "outputs": outputs,
+            "error": None,
+        }
 
 
 class Known(KnowledgeSource):
@@ -285,11 +302,12 @@ def test_the_default_round_limit_is_the_papers() -> None:
 
 
 def test_the_engineer_cannot_widen_the_datasets_sources() -> None:
-    tools = {"text_to_sql": {"app": "autotqa-text-to-sql"}}
-    request = {"tool": "text_to_sql", "input": {"question": "q", "sources": ["payroll"]}}
-    _, _, given = choose_tool(request, tools, {"question": "q", "sources": ["hr"]})
+    tools = {"text_to_sql": ToolEntry(app="autotqa-text-to-sql", role="text_to_sql")}
+    request = ToolRequest(tool="text_to_sql", input={"question": "q", "sources": ["payroll"]})
+    given = choose_tool(request, tools, ToolContext(question="q", sources=["hr"])).inputs
     assert given["sources"] == ["hr"]
     # other context inputs are the Engineer's to choose
-    request = {"tool": "text_to_sql", "input": {"question": "mine", "hints": "mine"}}
-    _, _, given = choose_tool(request, tools, {"question": "q", "hints": "h", "sources": []})
+    request = ToolRequest(tool="text_to_sql", input={"question": "mine", "hints": "mine"})
+    context = ToolContext(question="q", hints="h", sources=[])
+    given = choose_tool(request, tools, context).inputs
     assert (given["question"], given["hints"], given["sources"]) == ("mine", "mine", [])

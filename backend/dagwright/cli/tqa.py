@@ -374,7 +374,8 @@ def tools_list() -> None:
         return await asyncio.to_thread(tqa.tools.list)
 
     for tool in _with_tqa(work):
-        typer.echo(f"{tool.name:<20} {tool.app:<24} {tool.description[:70]}")
+        role = tool.role or "-"
+        typer.echo(f"{tool.name:<20} {tool.app:<24} {role:<12} {tool.description[:60]}")
 
 
 @tools_app.command("add")
@@ -382,12 +383,18 @@ def tools_add(
     name: str,
     app: Annotated[str, typer.Argument(help="The published app (slug) the tool runs.")],
     description: Annotated[str, typer.Option(help="What the Engineer reads.")] = "",
+    role: Annotated[
+        str | None,
+        typer.Option(
+            help="What the Executor gives it from the conversation: text_to_sql, python or "
+            "question (default: the Engineer's input only)."
+        ),
+    ] = None,
 ) -> None:
     """Register a published app as a tool."""
 
     async def work(tqa: TqaService) -> None:
-        await asyncio.to_thread(tqa.apps.get_app, app)
-        await asyncio.to_thread(tqa.tools.put, name, app, description)
+        await asyncio.to_thread(tqa.register_tool, name, app, description, role)
 
     _with_tqa(work)
 

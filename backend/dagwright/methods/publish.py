@@ -11,7 +11,7 @@ from typing import Any
 
 from dagwright.errors import ConflictError, NotFoundError
 from dagwright.services.apps import AppService
-from dagwright.tqa.tools import ToolRegistry
+from dagwright.store.tqa.tools import ToolRepository
 
 # backend/dagwright/methods/publish.py -> the repository's flows/methods (a checkout).
 FLOWS_DIR = Path(__file__).resolve().parents[3] / "flows" / "methods"
@@ -28,7 +28,8 @@ METHOD_FLOWS = {
     "data-copilot-design": "data_copilot/design.json",
     "data-copilot": "data_copilot/deploy.json",
 }
-# AutoTQA tools: name -> (app, what the Engineer reads).
+# AutoTQA tools: name -> (app, what the Engineer reads). Each plays the `question` role: the
+# conversation's question comes along when the Engineer leaves it out (tqa/tools.py).
 METHOD_TOOLS = {
     "mac_sql": (
         "mac-sql-spider",
@@ -51,7 +52,7 @@ def load_method_flow(file: str, flows_dir: Path = FLOWS_DIR) -> dict[str, Any]:
 
 
 def publish_methods(
-    apps: AppService, tools: ToolRegistry | None = None, *, flows_dir: Path = FLOWS_DIR
+    apps: AppService, tools: ToolRepository | None = None, *, flows_dir: Path = FLOWS_DIR
 ) -> list[dict[str, Any]]:
     """Create or update and publish every method app; with `tools`, register the AutoTQA
     tools (an existing tool of the same name is left as it is). Returns {app, version,
@@ -79,5 +80,5 @@ def publish_methods(
             try:
                 tools.get(name)
             except NotFoundError:
-                tools.put(name, app, description)
+                tools.put(name, app, description, "question")
     return done

@@ -282,5 +282,8 @@ class TqaTool(SQLModel, table=True):
     name: str = Field(primary_key=True, max_length=64)
     app: str = Field(max_length=64)  # the app's slug
     description: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
+    # What the Executor gives it from the conversation (dagwright.tqa.executor.TOOL_ROLES);
+    # None: the Engineer's input only.
+    role: str | None = Field(default=None, max_length=32)
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)

@@ -10,6 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from dagwright.tqa.failures import Failure
 from dagwright.tqa.knowledge import Knowledge
 
 USER, PLANNER, ENGINEER, EXECUTOR, CRITIC = "User", "Planner", "Engineer", "Executor", "Critic"
@@ -91,7 +92,7 @@ class ToolCall:
     rows: list[dict[str, Any]] = field(default_factory=list)
     row_count: int = 0
     truncated: bool = False
-    error: dict[str, Any] | None = None  # {code, message}
+    error: Failure | None = None
     hints: list[str] = field(default_factory=list)
     run_id: str | None = None
     outputs: dict[str, Any] | None = None  # a tool's outputs other than rows and SQL
@@ -131,7 +132,7 @@ class Turn:
     tool_call: ToolCall | None = None
     usage: dict[str, Any] | None = None
     run_id: str | None = None
-    error: dict[str, Any] | None = None  # {code, message}: the agent failed or its output
+    error: Failure | None = None  # the agent failed, or its output cannot be used
     started: float = 0.0  # seconds since the conversation started
     duration: float = 0.0
     agent_time: float = 0.0  # of which in the agent (model and tool), not the orchestrator
@@ -160,7 +161,7 @@ class Conversation:
     status: Status = "running"
     turns: list[Turn] = field(default_factory=list)
     answer: dict[str, Any] | None = None
-    error: dict[str, Any] | None = None
+    error: Failure | None = None
     rounds: int = 0
     finished_at: datetime | None = None
     # seconds: total, in agents and tools (model and query time), and the rest (orchestrator)

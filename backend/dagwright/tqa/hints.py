@@ -1,7 +1,8 @@
 """Exception handling and retry (AutoTQA section 4.4): when the Executor returns an error or
 an empty result, the Engineer gets "common knowledge" — hints stored per dataset (written by
-hand, or learned from earlier retries: tqa/learning.py; editable through the API, the CLI and
-the editor) and hints checked against the data for this very query:
+hand, or learned from earlier retries: tqa/learning.py; kept by store/tqa/hints.py, editable
+through the API, the CLI and the editor) and hints checked against the data for this very
+query:
 
 - an empty result: each `column = 'text'` filter of the SQL is looked up case-insensitively;
   values that exist with another spelling become a concrete hint ("Name has 'Tom', not
@@ -12,15 +13,9 @@ the editor) and hints checked against the data for this very query:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from datetime import datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from sqlalchemy import Engine, select
-from sqlmodel import Session
-
-from dagwright.errors import DagwrightError, InputError, NotFoundError
-from dagwright.store.models import TqaHint, utcnow
+from dagwright.errors import DagwrightError
 
 if TYPE_CHECKING:
     from dagwright.data.engine import QueryEngine
@@ -30,154 +25,6 @@ GENERAL_HINTS = (
     "lower() on both sides).",
     "An empty result may mean a wrong filter value, not an empty answer.",
 )
-
-
-class HintError(InputError):
-    code = "invalid_hint"
-
-
-STATUSES = ("confirmed", "candidate", "dropped")
-
-
-@dataclass(slots=True)
-class Hint:
-    id: str
-    dataset: str
-    text: str
-    status: str  # confirmed | candidate (learned, unreviewed) | dropped
-    source: str  # manual | learned
-    question: str | None
-    conversation_id: str | None
-    details: dict[str, Any] | None
-    created_at: datetime
-    updated_at: datetime
-
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "id": self.id,
-            "dataset": self.dataset,
-            "text": self.text,
-            "status": self.status,
-            "source": self.source,
-            "question": self.question,
-            "conversation_id": self.conversation_id,
-            "details": self.details,
-            "created_at": self.created_at.isoformat(),
-            "updated_at": self.updated_at.isoformat(),
-        }
-
-
-def _hint(row: TqaHint) -> Hint:
-    return Hint(
-        row.id,
-        row.dataset,
-        row.text,
-        row.status,
-        row.source,
-        row.question,
-        row.conversation_id,
-        row.details,
-        row.created_at,
-        row.updated_at,
-    )
-
-
-def _check(dataset: str, text: str) -> None:
-    if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", dataset):
-        raise HintError(f"dataset {dataset!r}: 1-64 letters, digits, '_', '.' or '-'")
-    if not text.strip() or len(text) > 4000:
-        raise HintError("a hint is 1 to 4000 characters")
-
-
-class HintStore:
-    """Hints per dataset, in the database: written by hand (confirmed at once) or learned
-    from a conversation's successful retry (candidates until an operator confirms them)."""
-
-    def __init__(self, engine: Engine) -> None:
-        self._engine = engine
-
-    def list(self, dataset: str | None = None, status: str | None = None) -> list[Hint]:
-        with Session(self._engine) as db:
-            query = select(TqaHint).order_by(TqaHint.dataset, TqaHint.created_at)  # type: ignore[arg-type]
-            if dataset is not None:
-                query = query.where(TqaHint.dataset == dataset)  # type: ignore[arg-type]
-            if status is not None:
-                query = query.where(TqaHint.status == status)  # type: ignore[arg-type]
-            return [_hint(row) for row in db.execute(query).scalars()]
-
-    def add(self, dataset: str, text: str) -> Hint:
-        _check(dataset, text)
-        row = TqaHint(dataset=dataset, text=text.strip())
-        with Session(self._engine) as db:
-            db.add(row)
-            db.commit()
-            db.refresh(row)
-            return _hint(row)
-
-    def learn(
-        self,
-        dataset: str,
-        text: str,
-        *,
-        question: str,
-        conversation_id: str,
-        details: dict[str, Any],
-    ) -> Hint | None:
-        """Records a candidate hint; None when the dataset already has this text (in any
-        status: a dropped lesson is not learned again)."""
-        _check(dataset, text[:4000])
-        with Session(self._engine) as db:
-            same = db.execute(
-                select(TqaHint).where(
-                    TqaHint.dataset == dataset,  # type: ignore[arg-type]
-                    TqaHint.text == text[:4000],  # type: ignore[arg-type]
-                )
-            ).first()
-            if same is not None:
-                return None
-            row = TqaHint(
-                dataset=dataset,
-                text=text[:4000],
-                status="candidate",
-                source="learned",
-                question=question,
-                conversation_id=conversation_id,
-                details=details,
-            )
-            db.add(row)
-            db.commit()
-            db.refresh(row)
-            return _hint(row)
-
-    def update(self, hint_id: str, text: str | None = None, status: str | None = None) -> Hint:
-        """Edits the text and/or the status (confirm a candidate, drop it, restore it)."""
-        if status is not None and status not in STATUSES:
-            raise HintError(f"a hint's status is one of {', '.join(STATUSES)}, not {status!r}")
-        with Session(self._engine) as db:
-            row = db.get(TqaHint, hint_id)
-            if row is None:
-                raise NotFoundError(f"no hint {hint_id!r}", code="hint_not_found")
-            if text is not None:
-                _check(row.dataset, text)
-                row.text = text.strip()
-            if status is not None:
-                row.status = status
-            row.updated_at = utcnow()
-            db.add(row)
-            db.commit()
-            db.refresh(row)
-            return _hint(row)
-
-    def delete(self, hint_id: str) -> None:
-        with Session(self._engine) as db:
-            row = db.get(TqaHint, hint_id)
-            if row is None:
-                raise NotFoundError(f"no hint {hint_id!r}", code="hint_not_found")
-            db.delete(row)
-            db.commit()
-
-
-# -- hints checked against the data ------------------------------------------------------------
 
 
 def _tables_and_filters(sql: str) -> tuple[dict[str, str], list[tuple[str | None, str, str]]]:

@@ -16,8 +16,8 @@ from dagwright.tqa.hints import GENERAL_HINTS, _tables_and_filters
 
 if TYPE_CHECKING:
     from dagwright.embedding.embedder import Embedder
+    from dagwright.store.tqa.hints import Hint
     from dagwright.tqa.conversation import Conversation, ToolCall
-    from dagwright.tqa.hints import Hint
 
 # A learned hint is given when its question is at least this similar to the new one (cosine
 # of the embeddings; with the default lexical embedder, sharing most words).
@@ -56,7 +56,7 @@ def lesson(failed: ToolCall, fixed: ToolCall) -> Lesson:
     """What a successful retry teaches: the failure, the checked hint that explained it (not
     the general reminders), and what worked."""
     if failed.error is not None:
-        outcome = f"failed ({failed.error.get('code')}: {str(failed.error.get('message'))[:300]})"
+        outcome = f"failed ({failed.error['code']}: {failed.error['message'][:300]})"
     else:
         outcome = "returned no rows"
     specific = [h for h in failed.hints if h not in GENERAL_HINTS and not h.startswith("Learned")]

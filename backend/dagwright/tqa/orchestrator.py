@@ -45,20 +45,26 @@ from dagwright.tqa.conversation import (
     ToolCall,
     Turn,
 )
-from dagwright.tqa.executor import CONTEXT_INPUTS
+from dagwright.tqa.failures import (
+    AgentOutputError,
+    AgentsFailing,
+    ConversationCancelled,
+    RoundLimitReached,
+    failure,
+)
 from dagwright.tqa.hints import GENERAL_HINTS, empty_result_hints, error_hints
 from dagwright.tqa.knowledge import KnowledgeSource
+from dagwright.tqa.ports import ExecutorOutputs, ToolContext, ToolEntry, ToolRequest, ToolResult
 from dagwright.tqa.schedulers import TERMINATE, make_scheduler, terminated, wants_tool
+from dagwright.tqa.tools import tool_role
 
 if TYPE_CHECKING:
+    from dagwright.store.tqa.tools import Tool
     from dagwright.tabular import TableAccess
-    from dagwright.tqa.store import ConversationStore
-    from dagwright.tqa.tools import Tool
+    from dagwright.tqa.recording import ConversationRecorder
 
 TurnCallback = Callable[[Turn], Awaitable[None] | None]
 EXECUTOR_APP = "autotqa-executor"
-# Whose examples a tool reads (the profile's namespace roles).
-TOOL_EXAMPLES = {"autotqa-text-to-sql": "text_to_sql", "autotqa-python": "python"}
 MAX_FAILED_TURNS = 3
 ROWS_SHOWN = 20
 
@@ -90,7 +96,7 @@ def tool_text(call: ToolCall) -> str:
     if call.sql:
         parts.append(f"SQL: {call.sql}")
     if call.error is not None:
-        parts.append(f"ERROR {call.error.get('code')}: {call.error.get('message')}")
+        parts.append(f"ERROR {call.error['code']}: {call.error['message']}")
     else:
         if call.sql is not None or call.rows:
             parts.append(f"{call.row_count} row(s){' (truncated)' if call.truncated else ''}:")
@@ -110,7 +116,7 @@ def render_conversation(conversation: Conversation) -> str:
     for turn in conversation.turns:
         text = turn.text
         if turn.error is not None and turn.agent != EXECUTOR:
-            text = f"(failed: {turn.error.get('code')}: {turn.error.get('message')}) {text}"
+            text = f"(failed: {turn.error['code']}: {turn.error['message']}) {text}"
         lines.append(f"[{turn.seq}] {turn.agent}: {text}")
     return "\n".join(lines)
 
@@ -128,7 +134,7 @@ class Orchestrator:
         tools: Callable[[], Sequence[Tool]],
         knowledge: KnowledgeSource | None = None,
         tables: TableAccess | None = None,
-        store: ConversationStore | None = None,
+        store: ConversationRecorder | None = None,
     ) -> None:
         self.caller = caller
         self._tools = tools
@@ -192,11 +198,10 @@ class Orchestrator:
             while True:
                 if conversation.rounds >= request.max_rounds:
                     conversation.status = "round_limit"
-                    conversation.error = {
-                        "code": "round_limit",
-                        "message": f"no answer after {request.max_rounds} rounds: the Critic "
-                        "never judged the question answered",
-                    }
+                    conversation.error = RoundLimitReached(
+                        f"no answer after {request.max_rounds} rounds: the Critic never judged "
+                        "the question answered"
+                    ).failure()
                     break
                 turn_started = time.perf_counter()
                 choice = await scheduler.choose(conversation)
@@ -211,11 +216,9 @@ class Orchestrator:
                 failures = failures + 1 if turn.error is not None and turn.agent != EXECUTOR else 0
                 if failures >= MAX_FAILED_TURNS:
                     conversation.status = "failed"
-                    conversation.error = {
-                        "code": "agents_failing",
-                        "message": f"{failures} agent turns in a row failed; the last: "
-                        f"{turn.error}",
-                    }
+                    conversation.error = AgentsFailing(
+                        f"{failures} agent turns in a row failed; the last: {turn.error}"
+                    ).failure()
                     break
                 if terminated(turn):
                     conversation.status = "completed"
@@ -225,7 +228,7 @@ class Orchestrator:
                     break
         except asyncio.CancelledError:
             conversation.status = "failed"
-            conversation.error = {"code": "cancelled", "message": "the conversation was cancelled"}
+            conversation.error = ConversationCancelled("the conversation was cancelled").failure()
             raise
         finally:
             conversation.finished_at = _now()
@@ -278,13 +281,13 @@ class Orchestrator:
                 state.conversation.knowledge, role, query
             )
         except DagwrightError as exc:
-            return Turn(seq, agent, "", error={"code": exc.code, "message": exc.message}), None
+            return Turn(seq, agent, "", error=failure(exc)), None
         try:
             reply = await self.caller.call(
                 AGENT_APPS[agent], inputs, time_limit=request.agent_timeout_s
             )
         except AgentCallError as exc:
-            turn = Turn(seq, agent, "", error={"code": exc.code, "message": exc.message})
+            turn = Turn(seq, agent, "", error=failure(exc))
             turn.run_id = exc.run_id
             return turn, None
         value = reply.outputs.get(output)
@@ -330,27 +333,11 @@ class Orchestrator:
             return turn
         turn.content = decision
         turn.text = json.dumps(decision, default=str)
-        problem = self._check_decision(decision, state)
-        if problem is not None:
-            turn.error = {"code": "agent_output", "message": problem}
+        try:
+            _check_decision(decision, state)
+        except AgentOutputError as exc:
+            turn.error = exc.failure()
         return turn
-
-    @staticmethod
-    def _check_decision(decision: Any, state: _State) -> str | None:
-        if not isinstance(decision, dict):
-            return f"the Engineer's answer is not a JSON object: {str(decision)[:200]}"
-        action = decision.get("action")
-        if action == "report":
-            return None
-        if action != "tool":
-            return f"the Engineer's action must be 'tool' or 'report', not {action!r}"
-        tool = decision.get("tool")
-        if tool not in state.tools:
-            known = ", ".join(state.tools) or "none registered"
-            return f"the Engineer asked for tool {tool!r}; the tools are: {known}"
-        if not isinstance(decision.get("input", {}), dict | str):
-            return "the tool's input must be a JSON object"
-        return None
 
     async def _executor(self, seq: int, state: _State) -> Turn:
         """The Executor's turn: its app chooses the tool the Engineer asked for and calls it
@@ -360,48 +347,51 @@ class Orchestrator:
         asked = state.pending_tool_call()
         if asked is None:
             return Turn(seq, EXECUTOR, "No tool call was asked for: nothing to run.")
-        decision: dict[str, Any] = asked.content
-        tool = state.tools[str(decision["tool"])]
-        given = decision.get("input")
+        wanted = ToolRequest.model_validate(asked.content)
+        tool = state.tools[wanted.tool]
+        given = wanted.input
         call = ToolCall(tool.name, tool.app, dict(given) if isinstance(given, dict) else {})
         turn = Turn(seq, EXECUTOR, "", tool_call=call)
-        role = TOOL_EXAMPLES.get(tool.app)
-        context: dict[str, Any] = {
-            "question": request.question,
-            "hints": "\n".join(f"- {h}" for h in state.engineer_hints()),
-            "feedback": state.feedback(tool.name),
-            "sources": list(state.conversation.knowledge.sources),
-        }
+        role = tool_role(tool.role)
+        context = ToolContext(
+            question=request.question,
+            hints="\n".join(f"- {h}" for h in state.engineer_hints()),
+            feedback=state.feedback(tool.name),
+            sources=list(state.conversation.knowledge.sources),
+        )
         try:
-            if role is not None:
-                fills = CONTEXT_INPUTS.get(tool.app, {})
-                first = next(iter(fills), "question")
-                query = given if isinstance(given, str) else call.input.get(first)
-                context["examples"] = await self.knowledge.examples(
-                    state.conversation.knowledge, role, str(query or request.question)
+            if role.examples is not None:
+                query = given if isinstance(given, str) else call.input.get(role.text_input)
+                context.examples = await self.knowledge.examples(
+                    state.conversation.knowledge, role.examples, str(query or request.question)
                 )
             reply = await self.caller.call(
                 EXECUTOR_APP,
                 {
-                    "request": {"tool": tool.name, "input": given},
-                    "tools": {t.name: {"app": t.app} for t in state.tools.values()},
-                    "context": context,
+                    "request": wanted.model_dump(),
+                    "tools": {
+                        t.name: ToolEntry(app=t.app, role=t.role).model_dump()
+                        for t in state.tools.values()
+                    },
+                    "context": context.model_dump(exclude_none=True),
                 },
                 time_limit=request.tool_timeout_s,
             )
         except AgentCallError as exc:
-            code = "tool_timeout" if exc.code == "agent_timeout" else exc.code
-            call.error = {"code": code, "message": exc.message}
+            call.error = failure(exc)
+            if exc.code == "agent_timeout":
+                call.error["code"] = "tool_timeout"
             call.run_id = turn.run_id = exc.run_id
         except DagwrightError as exc:  # the examples could not be retrieved
-            call.error = {"code": exc.code, "message": exc.message}
+            call.error = failure(exc)
         else:
             turn.agent_time, turn.usage = reply.duration, reply.usage
             call.run_id = turn.run_id = reply.run_id
-            call.input = dict(reply.outputs.get("inputs") or call.input)
-            self._read_outputs(call, dict(reply.outputs.get("outputs") or {}))
-            if reply.outputs.get("error"):
-                call.error = _error(str(reply.outputs["error"]))
+            executed = ExecutorOutputs.model_validate(reply.outputs)
+            call.input = executed.inputs or call.input
+            _record_result(call, ToolResult.read(executed.outputs))
+            if executed.error is not None:
+                call.error = executed.error
         if call.error is not None or call.empty:
             started = time.perf_counter()
             call.hints = await self._hints_for(call, state)
@@ -409,28 +399,13 @@ class Orchestrator:
         turn.text = tool_text(call)
         return turn
 
-    @staticmethod
-    def _read_outputs(call: ToolCall, outputs: Mapping[str, Any]) -> None:
-        rest = dict(outputs)
-        rows = rest.pop("rows", None)
-        call.sql = rest.pop("sql", None)
-        rest.pop("executed_sql", None)
-        error = rest.pop("error", None)
-        call.columns = list(rest.pop("columns", None) or [])
-        call.truncated = bool(rest.pop("truncated", False))
-        call.rows = list(rows) if isinstance(rows, list) else []
-        call.row_count = int(rest.pop("row_count", len(call.rows)) or 0)
-        if error:
-            call.error = _error(str(error))
-        call.outputs = rest or None
-
     async def _hints_for(self, call: ToolCall, state: _State) -> list[str]:
         found: list[str] = []
         if self._tables is not None and call.sql:
             engine = await asyncio.to_thread(self._tables.engine)
             if call.error is not None:
                 found = await asyncio.to_thread(
-                    error_hints, engine, call.sql, str(call.error.get("message", ""))
+                    error_hints, engine, call.sql, call.error["message"]
                 )
             else:
                 found = await asyncio.to_thread(empty_result_hints, engine, call.sql)
@@ -463,10 +438,8 @@ class Orchestrator:
         turn.content = verdict
         if not isinstance(verdict, dict) or not isinstance(verdict.get("complete"), bool):
             turn.text = json.dumps(verdict, default=str)
-            turn.error = {
-                "code": "agent_output",
-                "message": f"the Critic's answer has no 'complete': {turn.text[:200]}",
-            }
+            problem = AgentOutputError(f"the Critic's answer has no 'complete': {turn.text[:200]}")
+            turn.error = problem.failure()
             return turn
         if verdict["complete"]:
             said = str(verdict.get("report") or verdict.get("summary") or report or "")
@@ -481,12 +454,28 @@ class Orchestrator:
         return turn
 
 
-def _error(text: str) -> dict[str, Any]:
-    """A tool's `error` output (`code: message`) as {code, message}."""
-    code, _, message = text.partition(": ")
-    if message and code.replace("_", "").isalpha():
-        return {"code": code, "message": message}
-    return {"code": "tool_error", "message": text}
+def _check_decision(decision: Any, state: _State) -> None:
+    """Raises AgentOutputError when the Engineer's decision cannot be acted on."""
+    if not isinstance(decision, dict):
+        raise AgentOutputError(f"the Engineer's answer is not a JSON object: {str(decision)[:200]}")
+    action = decision.get("action")
+    if action == "report":
+        return
+    if action != "tool":
+        raise AgentOutputError(f"the Engineer's action must be 'tool' or 'report', not {action!r}")
+    tool = decision.get("tool")
+    if tool not in state.tools:
+        known = ", ".join(state.tools) or "none registered"
+        raise AgentOutputError(f"the Engineer asked for tool {tool!r}; the tools are: {known}")
+    if not isinstance(decision.get("input", {}), dict | str):
+        raise AgentOutputError("the tool's input must be a JSON object")
+
+
+def _record_result(call: ToolCall, result: ToolResult) -> None:
+    call.sql, call.columns, call.rows = result.sql, result.columns, result.rows
+    call.row_count, call.truncated = result.row_count, result.truncated
+    call.error = result.error
+    call.outputs = result.rest or None
 
 
 class _State:
@@ -550,7 +539,7 @@ class _State:
         code = (last.outputs or {}).get("code")
         tried = f"SQL: {last.sql}" + (f"\nCode: {code}" if code else "")
         if last.error is not None:
-            return f"{tried}\nError: {last.error.get('code')}: {last.error.get('message')}"
+            return f"{tried}\nError: {last.error['code']}: {last.error['message']}"
         if last.empty:
             return f"{tried}\nThe query returned no rows."
         return ""

@@ -15,7 +15,8 @@ from typing import Any
 
 from dagwright.errors import ConflictError, NotFoundError
 from dagwright.services.apps import AppService
-from dagwright.tqa.tools import BUILTIN_TOOLS, ToolRegistry
+from dagwright.store.tqa.tools import ToolRepository
+from dagwright.tqa.tools import BUILTIN_TOOLS
 
 # backend/dagwright/tqa/publish.py -> the repository's flows/autotqa (a checkout).
 FLOWS_DIR = Path(__file__).resolve().parents[3] / "flows" / "autotqa"
@@ -38,7 +39,7 @@ def load_flow(file: str, flows_dir: Path = FLOWS_DIR) -> dict[str, Any]:
 
 def publish_agents(
     apps: AppService,
-    tools: ToolRegistry,
+    tools: ToolRepository,
     *,
     flows_dir: Path = FLOWS_DIR,
 ) -> list[dict[str, Any]]:
@@ -65,12 +66,14 @@ def publish_agents(
         version = apps.create_version(slug, flow, note=f"published from flows/autotqa/{file}")
         apps.publish(slug, version.id)
         done.append({"app": slug, "version": version.number, "changed": True})
-    for name, (app_slug, description) in BUILTIN_TOOLS.items():
+    for name, builtin in BUILTIN_TOOLS.items():
         try:
             existing = tools.get(name)
         except NotFoundError:
-            tools.put(name, app_slug, description)
+            tools.put(name, builtin.app, builtin.description, builtin.role)
         else:
-            if existing.app == app_slug and existing.description != description:
-                tools.put(name, app_slug, description)
+            # A tool of that name running another app is the operator's: left as it is.
+            stale = (existing.description, existing.role) != (builtin.description, builtin.role)
+            if existing.app == builtin.app and stale:
+                tools.put(name, builtin.app, builtin.description, builtin.role)
     return done

@@ -84,6 +84,12 @@ class ToolIn(BaseModel):
 
     app: str = Field(description="The published app (slug) the tool runs.")
     description: str = Field("", description="What the Engineer reads about the tool.")
+    role: str | None = Field(
+        None,
+        description="What the Executor gives it from the conversation: text_to_sql (question, "
+        "hints, feedback, examples, sources), python (the same, the question as `task`), "
+        "question (the question only); none: the Engineer's input only.",
+    )
 
 
 class PublishIn(BaseModel):
@@ -227,9 +233,9 @@ async def list_tools(s: Deps) -> list[dict[str, Any]]:
 
 @router.put("/tools/{name}")
 async def put_tool(name: str, body: ToolIn, s: Deps) -> dict[str, Any]:
-    """Register a published app as a tool (the app must exist)."""
-    await asyncio.to_thread(s.apps.get_app, body.app)
-    return (await asyncio.to_thread(s.tqa.tools.put, name, body.app, body.description)).to_dict()
+    """Register a published app as a tool (the app must exist), playing a role or none."""
+    tool = await asyncio.to_thread(s.tqa.register_tool, name, body.app, body.description, body.role)
+    return tool.to_dict()
 
 
 @router.delete("/tools/{name}", status_code=204)

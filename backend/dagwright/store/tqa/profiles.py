@@ -1,8 +1,6 @@
 """TQA profiles (AutoTQA's "datasets"): a named set of data sources with its standard
 operating procedure (versioned: an edit is a new version), the few-shot example namespace of
-each agent and tool, and how many examples and learned hints to retrieve per question. A
-question names its profile (`dataset`), so these settings persist per dataset — stored here,
-not in whichever flow version was published last.
+each agent and tool, and how many examples and learned hints to retrieve per question.
 
 (Evaluation datasets — `dagwright.evaluation` — are a different thing: an evaluation dataset
 can name a TQA profile to ask its questions with.)"""
@@ -14,20 +12,13 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Engine, func, select
-from sqlmodel import Session
+from sqlalchemy import Engine, func
+from sqlmodel import Session, col, select
 
 from dagwright.errors import ConflictError, InputError, NotFoundError
+from dagwright.store.db import session
 from dagwright.store.models import TqaDataset, TqaDatasetSop, TqaHint, utcnow
 
-# Who reads examples, and what one example of theirs holds (its payload fields).
-EXAMPLE_ROLES = {
-    "planner": ("question", "plan"),
-    "engineer": ("question", "report"),
-    "critic": ("answer", "verdict"),
-    "text_to_sql": ("question", "sql"),
-    "python": ("task", "code"),
-}
 _NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 _NAMESPACE = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}")
 
@@ -36,17 +27,12 @@ class ProfileError(InputError):
     code = "invalid_tqa_dataset"
 
 
-def check_name(name: str) -> None:
-    if not _NAME.fullmatch(name):
-        raise ProfileError(f"dataset {name!r}: 1-64 letters, digits, '_', '.' or '-'")
-
-
 @dataclass(slots=True)
 class Profile:
     name: str
     description: str = ""
     sources: list[str] = field(default_factory=list)
-    namespaces: dict[str, str] = field(default_factory=dict)
+    namespaces: dict[str, str] = field(default_factory=dict)  # agent or tool role -> namespace
     examples_k: int = 3
     hints_k: int = 3
     sop: str = ""
@@ -69,20 +55,22 @@ class Profile:
         }
 
 
+def check_name(name: str) -> None:
+    if not _NAME.fullmatch(name):
+        raise ProfileError(f"dataset {name!r}: 1-64 letters, digits, '_', '.' or '-'")
+
+
 def check_settings(
     sources: list[str] | None,
     namespaces: dict[str, str] | None,
     examples_k: int | None,
     hints_k: int | None,
 ) -> None:
+    """What a profile may store (which roles read examples is the caller's to check)."""
     for source in sources or []:
         if not _NAME.fullmatch(source):
             raise ProfileError(f"source {source!r}: 1-64 letters, digits, '_', '.' or '-'")
     for role, namespace in (namespaces or {}).items():
-        if role not in EXAMPLE_ROLES:
-            raise ProfileError(
-                f"no agent or tool {role!r} reads examples; these do: {', '.join(EXAMPLE_ROLES)}"
-            )
         if not _NAMESPACE.fullmatch(namespace):
             raise ProfileError(f"namespace {namespace!r} of {role}: not a namespace name")
     for label, k in (("examples_k", examples_k), ("hints_k", hints_k)):
@@ -90,49 +78,56 @@ def check_settings(
             raise ProfileError(f"{label} is 0 to 20, not {k}")
 
 
-class ProfileStore:
-    """TQA profiles and their SOP versions, in the database."""
+def _not_found(name: str) -> NotFoundError:
+    return NotFoundError(f"no TQA dataset {name!r}", code="tqa_dataset_not_found")
+
+
+def _get_row(db: Session, name: str) -> TqaDataset:
+    row = db.get(TqaDataset, name)
+    if row is None:
+        raise _not_found(name)
+    return row
+
+
+def _profile(db: Session, row: TqaDataset) -> Profile:
+    sop = ""
+    if row.sop_version:
+        found = db.get(TqaDatasetSop, (row.name, row.sop_version))
+        sop = found.text if found is not None else ""
+    return Profile(
+        row.name,
+        row.description,
+        list(row.sources or []),
+        dict(row.namespaces or {}),
+        row.examples_k,
+        row.hints_k,
+        sop,
+        row.sop_version,
+        row.created_at,
+        row.updated_at,
+    )
+
+
+class ProfileRepository:
+    """TQA profiles and their SOP versions."""
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
 
-    @staticmethod
-    def _profile(db: Session, row: TqaDataset) -> Profile:
-        sop = ""
-        if row.sop_version:
-            found = db.get(TqaDatasetSop, (row.name, row.sop_version))
-            sop = found.text if found is not None else ""
-        return Profile(
-            row.name,
-            row.description,
-            list(row.sources or []),
-            dict(row.namespaces or {}),
-            row.examples_k,
-            row.hints_k,
-            sop,
-            row.sop_version,
-            row.created_at,
-            row.updated_at,
-        )
-
     def all(self) -> list[Profile]:
-        with Session(self._engine) as db:
-            rows = db.execute(select(TqaDataset).order_by(TqaDataset.name)).scalars()
-            return [self._profile(db, row) for row in rows]
+        with session(self._engine) as db:
+            rows = db.exec(select(TqaDataset).order_by(col(TqaDataset.name))).all()
+            return [_profile(db, row) for row in rows]
 
     def get(self, name: str) -> Profile:
-        with Session(self._engine) as db:
-            row = db.get(TqaDataset, name)
-            if row is None:
-                raise NotFoundError(f"no TQA dataset {name!r}", code="tqa_dataset_not_found")
-            return self._profile(db, row)
+        with session(self._engine) as db:
+            return _profile(db, _get_row(db, name))
 
     def find(self, name: str) -> Profile | None:
         """The profile, or None: a dataset named only by its hints has no profile."""
-        try:
-            return self.get(name)
-        except NotFoundError:
-            return None
+        with session(self._engine) as db:
+            row = db.get(TqaDataset, name)
+            return None if row is None else _profile(db, row)
 
     def create(
         self,
@@ -147,7 +142,7 @@ class ProfileStore:
     ) -> Profile:
         check_name(name)
         check_settings(sources, namespaces, examples_k, hints_k)
-        with Session(self._engine) as db:
+        with session(self._engine) as db:
             if db.get(TqaDataset, name) is not None:
                 raise ConflictError(f"TQA dataset {name!r} exists", code="tqa_dataset_exists")
             db.add(
@@ -179,10 +174,8 @@ class ProfileStore:
     ) -> Profile:
         """Changes what is given (None: unchanged); a different SOP is a new version."""
         check_settings(sources, namespaces, examples_k, hints_k)
-        with Session(self._engine) as db:
-            row = db.get(TqaDataset, name)
-            if row is None:
-                raise NotFoundError(f"no TQA dataset {name!r}", code="tqa_dataset_not_found")
+        with session(self._engine) as db:
+            row = _get_row(db, name)
             if description is not None:
                 row.description = description
             if sources is not None:
@@ -205,16 +198,14 @@ class ProfileStore:
         the current version."""
         if len(text) > 50_000 or len(note) > 500:
             raise ProfileError("an SOP is at most 50,000 characters, its note 500")
-        with Session(self._engine) as db:
-            row = db.get(TqaDataset, name)
-            if row is None:
-                raise NotFoundError(f"no TQA dataset {name!r}", code="tqa_dataset_not_found")
+        with session(self._engine) as db:
+            row = _get_row(db, name)
             current = db.get(TqaDatasetSop, (name, row.sop_version)) if row.sop_version else None
             if current is not None and current.text == text:
                 return row.sop_version
-            latest = db.execute(
-                select(func.max(TqaDatasetSop.version)).where(TqaDatasetSop.dataset == name)  # type: ignore[arg-type]
-            ).scalar_one()
+            latest = db.exec(
+                select(func.max(TqaDatasetSop.version)).where(col(TqaDatasetSop.dataset) == name)
+            ).one()
             version = int(latest or 0) + 1
             db.add(TqaDatasetSop(dataset=name, version=version, text=text, note=note))
             row.sop_version, row.updated_at = version, utcnow()
@@ -224,13 +215,13 @@ class ProfileStore:
 
     def sops(self, name: str) -> list[dict[str, Any]]:
         """Every SOP version, newest first."""
-        self.get(name)
-        with Session(self._engine) as db:
-            rows = db.execute(
+        with session(self._engine) as db:
+            _get_row(db, name)
+            rows = db.exec(
                 select(TqaDatasetSop)
-                .where(TqaDatasetSop.dataset == name)  # type: ignore[arg-type]
-                .order_by(TqaDatasetSop.version.desc())  # type: ignore[attr-defined]
-            ).scalars()
+                .where(col(TqaDatasetSop.dataset) == name)
+                .order_by(col(TqaDatasetSop.version).desc())
+            )
             return [
                 {
                     "version": r.version,
@@ -243,17 +234,11 @@ class ProfileStore:
 
     def delete(self, name: str) -> None:
         """The profile, its SOP versions and its hints."""
-        with Session(self._engine) as db:
-            row = db.get(TqaDataset, name)
-            if row is None:
-                raise NotFoundError(f"no TQA dataset {name!r}", code="tqa_dataset_not_found")
-            for sop in db.execute(
-                select(TqaDatasetSop).where(TqaDatasetSop.dataset == name)  # type: ignore[arg-type]
-            ).scalars():
+        with session(self._engine) as db:
+            row = _get_row(db, name)
+            for sop in db.exec(select(TqaDatasetSop).where(col(TqaDatasetSop.dataset) == name)):
                 db.delete(sop)
-            for hint in db.execute(
-                select(TqaHint).where(TqaHint.dataset == name)  # type: ignore[arg-type]
-            ).scalars():
+            for hint in db.exec(select(TqaHint).where(col(TqaHint.dataset) == name)):
                 db.delete(hint)
             db.flush()
             db.delete(row)
