@@ -19,6 +19,7 @@ import typer
 from dagwright.errors import DagwrightError
 
 if TYPE_CHECKING:
+    from dagwright.store.paging import Page
     from dagwright.tqa.service import TqaService
 
 tqa_app = typer.Typer(help="AutoTQA: agents answering questions over tables.", no_args_is_help=True)
@@ -270,10 +271,10 @@ def conversations(
 ) -> None:
     """List conversations, newest first."""
 
-    async def work(tqa: TqaService) -> dict[str, Any]:
+    async def work(tqa: TqaService) -> Page[dict[str, Any]]:
         return await asyncio.to_thread(tqa.conversations.list, 0, limit, status)
 
-    for item in _with_tqa(work)["items"]:
+    for item in _with_tqa(work).items:
         answer = (item.get("answer") or {}).get("text") or ""
         typer.echo(
             f"{item['id']}  {item['created_at'][:19]}  {item['status']:<11} "

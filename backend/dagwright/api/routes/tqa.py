@@ -26,6 +26,7 @@ from dagwright.api.schemas import Paging
 from dagwright.api.state import Services, services
 from dagwright.api.streaming import sse
 from dagwright.services.scripted_guide import refuse_unscripted
+from dagwright.store.paging import Page
 from dagwright.tqa.conversation import AskRequest, Turn
 
 router = APIRouter(prefix="/api/v1/tqa", tags=["tqa"], dependencies=[Admin])
@@ -147,8 +148,8 @@ async def ask(body: AskIn, s: Deps) -> Any:
     return (await s.tqa.ask(request)).to_dict()
 
 
-@router.get("/conversations")
-async def list_conversations(s: Deps, page: Paging, status: str | None = None) -> dict[str, Any]:
+@router.get("/conversations", response_model=Page[dict[str, Any]])
+async def list_conversations(s: Deps, page: Paging, status: str | None = None) -> Any:
     """Newest first, without their turns."""
     return await asyncio.to_thread(s.tqa.conversations.list, page.offset, page.limit, status)
 

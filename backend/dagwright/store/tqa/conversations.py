@@ -6,12 +6,13 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Engine, func
+from sqlalchemy import Engine
 from sqlmodel import col, select
 
 from dagwright.errors import NotFoundError
 from dagwright.store.db import session
 from dagwright.store.models import TqaConversation, TqaTurn
+from dagwright.store.paging import DEFAULT_LIMIT, Page, fetch_page, window
 
 
 def _summary(row: TqaConversation) -> dict[str, Any]:
@@ -103,17 +104,13 @@ class ConversationRepository:
             data["turns"] = [_turn(turn) for turn in turns]
             return data
 
-    def list(self, offset: int = 0, limit: int = 50, status: str | None = None) -> dict[str, Any]:
-        """Newest first, without turns: {items, total, offset, limit}."""
-        query = select(TqaConversation)
-        count = select(func.count()).select_from(TqaConversation)
+    def list(
+        self, offset: int = 0, limit: int = DEFAULT_LIMIT, status: str | None = None
+    ) -> Page[dict[str, Any]]:
+        """Newest first, without turns."""
+        at = window(offset, limit)
+        query = select(TqaConversation).order_by(col(TqaConversation.created_at).desc())
         if status is not None:
             query = query.where(col(TqaConversation.status) == status)
-            count = count.where(col(TqaConversation.status) == status)
         with session(self._engine) as db:
-            total = int(db.exec(count).one())
-            rows = db.exec(
-                query.order_by(col(TqaConversation.created_at).desc()).offset(offset).limit(limit)
-            )
-            items = [_summary(row) for row in rows]
-        return {"items": items, "total": total, "offset": offset, "limit": limit}
+            return fetch_page(db, query, at).map(_summary)
