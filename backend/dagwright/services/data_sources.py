@@ -24,13 +24,12 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 from sqlalchemy import Engine
-from sqlmodel import select
 
 from dagwright.errors import ConflictError, DataError, NotFoundError
 from dagwright.secrets import Secrets
 from dagwright.settings import Settings
+from dagwright.store.data_sources import DataSourceRepository
 from dagwright.store.db import session
-from dagwright.store.models import DataSource, utcnow
 from dagwright.tabular import TableAccess
 
 if TYPE_CHECKING:
@@ -231,7 +230,7 @@ class DataSourceService(TableAccess):
     def list(self) -> list[SourceEntry]:
         entries = self._fixed()
         with session(self._db) as db:
-            for row in db.exec(select(DataSource).order_by(DataSource.name)):
+            for row in DataSourceRepository(db).all():
                 entries.setdefault(
                     row.name, SourceEntry(row.name, row.kind, row.config, row.description, "api")
                 )
@@ -259,13 +258,7 @@ class DataSourceService(TableAccess):
         # A forbidden file or SQLite path is refused here (source_path_forbidden, 400).
         connector = create_connector(name, settings, self._secrets, paths=self.source_paths())
         with session(self._db) as db:
-            row = db.get(DataSource, name)
-            if row is None:
-                row = DataSource(name=name, kind=kind, config=dict(config), description=description)
-            else:
-                row.kind, row.config, row.description = kind, dict(config), description
-                row.updated_at = utcnow()
-            db.add(row)
+            DataSourceRepository(db).put(name, kind, config, description)
             db.commit()
         opened = self._opened()
         if opened is not None:
@@ -281,10 +274,8 @@ class DataSourceService(TableAccess):
                 "source_not_editable",
             )
         with session(self._db) as db:
-            row = db.get(DataSource, name)
-            if row is None:
+            if not DataSourceRepository(db).delete(name):
                 raise NotFoundError(f"no data source {name!r}", "source_not_found")
-            db.delete(row)
             db.commit()
         opened = self._opened()
         if opened is not None:

@@ -10,12 +10,12 @@ from collections.abc import Sequence
 from typing import Any
 
 from sqlalchemy import Engine
-from sqlmodel import col, select
 
 from dagwright.errors import NotFoundError
 from dagwright.methods.data_copilot.interface import Interface
 from dagwright.store.db import session
 from dagwright.store.interface_models import DcInterface, DcUncovered
+from dagwright.store.interfaces import InterfaceRepository
 
 
 class InterfaceLibrary:
@@ -25,20 +25,11 @@ class InterfaceLibrary:
     def _rows(self, source: str) -> list[DcInterface]:
         """The newest version of each interface of the source, deleted ones included."""
         with session(self._engine) as db:
-            rows = db.exec(
-                select(DcInterface)
-                .where(DcInterface.source == source)
-                .order_by(col(DcInterface.name), col(DcInterface.version).desc())
-            ).all()
-        newest: dict[str, DcInterface] = {}
-        for row in rows:
-            newest.setdefault(row.name, row)
-        return list(newest.values())
+            return InterfaceRepository(db).newest(source)
 
     def sources(self) -> list[str]:
         with session(self._engine) as db:
-            found = db.exec(select(DcInterface.source).distinct()).all()
-        return sorted(found)
+            return InterfaceRepository(db).sources()
 
     def interfaces(self, source: str) -> list[Interface]:
         return [Interface.model_validate(r.definition) for r in self._rows(source) if not r.deleted]
@@ -66,16 +57,20 @@ class InterfaceLibrary:
 
     def save(self, source: str, interface: Interface, origin: str = "designed") -> int:
         """Stores a new version of the interface; returns its version number."""
+        return self._add_version(source, interface, origin, deleted=False)
+
+    def _add_version(self, source: str, interface: Interface, origin: str, deleted: bool) -> int:
         current = {row.name: row.version for row in self._rows(source)}
         version = current.get(interface.name, 0) + 1
         with session(self._engine) as db:
-            db.add(
+            InterfaceRepository(db).add_version(
                 DcInterface(
                     source=source,
                     name=interface.name,
                     version=version,
                     definition=interface.model_dump(mode="json"),
                     origin=origin,
+                    deleted=deleted,
                 )
             )
             db.commit()
@@ -93,38 +88,23 @@ class InterfaceLibrary:
             self.delete(source, name)
 
     def delete(self, source: str, name: str) -> None:
-        interface = self.get(source, name)
-        version = self.save(source, interface, origin="deleted")
-        with session(self._engine) as db:
-            row = db.exec(
-                select(DcInterface).where(
-                    DcInterface.source == source,
-                    DcInterface.name == name,
-                    DcInterface.version == version,
-                )
-            ).one()
-            row.deleted = True
-            db.add(row)
-            db.commit()
+        """A deleting version: the interface as it was, marked deleted."""
+        self._add_version(source, self.get(source, name), "deleted", deleted=True)
 
     def log_uncovered(self, source: str, request: str, reason: str) -> None:
         with session(self._engine) as db:
-            db.add(DcUncovered(source=source, request=request, reason=reason))
+            InterfaceRepository(db).add_uncovered(
+                DcUncovered(source=source, request=request, reason=reason)
+            )
             db.commit()
 
     def uncovered(self, source: str) -> list[dict[str, Any]]:
         """Requests not yet taken into a design round, oldest first."""
         with session(self._engine) as db:
-            rows = db.exec(
-                select(DcUncovered)
-                .where(DcUncovered.source == source, col(DcUncovered.designed).is_(False))
-                .order_by(col(DcUncovered.created_at))
-            ).all()
+            rows = InterfaceRepository(db).open_uncovered(source)
         return [{"id": r.id, "request": r.request, "reason": r.reason} for r in rows]
 
     def mark_designed(self, ids: Sequence[str]) -> None:
         with session(self._engine) as db:
-            for row in db.exec(select(DcUncovered).where(col(DcUncovered.id).in_(list(ids)))):
-                row.designed = True
-                db.add(row)
+            InterfaceRepository(db).mark_designed(ids)
             db.commit()
