@@ -22,6 +22,11 @@
   (runtime/executor.py, SyncPolicy). `inline=True` always runs on the loop (pure, quick
   work); `blocking=True` always runs in a thread (I/O, sleeps, long computations), which also
   spares the first calls a measurement.
+- `side_effects=` says what running the block twice would do, for durable runs that resume
+  on another worker after a crash (services/queue): "none" (the default: nothing outside the
+  run changes), "retryable" (it acts on the world, and doing so again is acceptable: it is
+  run at least once), "not_retryable" (twice is worse than failing: a run whose worker died
+  while the block was running fails with `not_retryable` instead of running it again).
 """
 
 from __future__ import annotations
@@ -47,6 +52,9 @@ Role = Literal["step", "flow_input", "flow_output"]
 # inline: on the loop; async: awaited; thread: a worker thread; auto: a sync block timed by
 # the executor, on the loop while its calls are quick, else in threads.
 ExecutionMode = Literal["inline", "async", "thread", "auto"]
+# What a second call of the block would do (see the module docstring).
+SideEffects = Literal["none", "retryable", "not_retryable"]
+SIDE_EFFECTS: tuple[SideEffects, ...] = typing.get_args(SideEffects)
 
 T = TypeVar("T")
 ConfigT = TypeVar("ConfigT", bound=BaseModel)
@@ -113,6 +121,12 @@ class BlockSpec:
     dynamic_port_type: Any = Any
     timeout: float | None = None
     tags: tuple[str, ...] = field(default=())
+    side_effects: SideEffects = "none"
+
+    @property
+    def retryable(self) -> bool:
+        """Whether a run resumed after a crash may call the block again."""
+        return self.side_effects != "not_retryable"
 
     @property
     def is_condition(self) -> bool:
@@ -154,6 +168,7 @@ class BlockSpec:
             "inputs": [p.to_schema() for p in self.inputs.values()],
             "outputs": [p.to_schema() for p in self.outputs.values()],
             "mode": self.mode,
+            "side_effects": self.side_effects,
         }
         if self.dynamic_ports is not None:
             schema["dynamic_inputs"] = {
@@ -227,6 +242,7 @@ def block(
     dynamic_ports: Callable[[Any], Sequence[str]] | None = None,
     timeout: float | None = None,
     tags: Sequence[str] = (),
+    side_effects: SideEffects = "none",
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Declare a block. The function stays callable as it was; the spec is attached to it."""
 
@@ -244,6 +260,7 @@ def block(
             dynamic_ports=dynamic_ports,
             timeout=timeout,
             tags=tuple(tags),
+            side_effects=side_effects,
         )
         return fn
 
@@ -269,6 +286,7 @@ def _build_spec(
     dynamic_ports: Callable[[Any], Sequence[str]] | None,
     timeout: float | None,
     tags: tuple[str, ...],
+    side_effects: SideEffects = "none",
 ) -> BlockSpec:
     if not name.replace("_", "").isalnum() or not name[0].isalpha():
         raise _fail(fn, f"block name {name!r} must be letters, digits and _ (starting a letter)")
@@ -286,6 +304,8 @@ def _build_spec(
         raise _fail(fn, "blocking=True is for sync functions; an async one must not block")
     if inline and blocking:
         raise _fail(fn, "inline=True and blocking=True contradict each other: choose one")
+    if side_effects not in SIDE_EFFECTS:
+        raise _fail(fn, f"side_effects {side_effects!r} is not one of {', '.join(SIDE_EFFECTS)}")
     mode: ExecutionMode = "async"
     if not is_async:
         mode = "inline" if inline else "thread" if blocking else "auto"
@@ -368,4 +388,5 @@ def _build_spec(
         dynamic_port_type=dynamic_port_type,
         timeout=timeout,
         tags=tags,
+        side_effects=side_effects,
     )

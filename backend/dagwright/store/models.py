@@ -15,7 +15,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, Column, ForeignKey, Index, String, Text, UniqueConstraint
+from sqlalchemy import JSON, BigInteger, Column, ForeignKey, Index, String, Text, UniqueConstraint
 from sqlmodel import Field, SQLModel
 
 RUN_STATUSES = ("queued", "running", "succeeded", "failed", "cancelled", "interrupted")
@@ -92,6 +92,9 @@ class Run(SQLModel, table=True):
     started_at: datetime | None = None
     finished_at: datetime | None = None
     duration: float | None = None  # seconds
+    # The queue job running it (queue mode, services/queue): the queue resumes such a run
+    # when its worker dies, so the recovery of dead processes' runs leaves it alone.
+    job_id: int | None = Field(default=None, sa_column=Column(BigInteger, nullable=True))
 
 
 class RunNode(SQLModel, table=True):
@@ -104,7 +107,9 @@ class RunNode(SQLModel, table=True):
     # nesting makes arbitrarily long (migration 0013).
     node: str = Field(sa_column=Column(Text, primary_key=True))
     block: str = Field(default="", max_length=64)
-    status: str = Field(max_length=16)  # succeeded | skipped | failed | cancelled
+    # succeeded | reused | skipped | failed | cancelled; "running" only for a not-retryable
+    # block begun in a durable run (services/queue), until it settles.
+    status: str = Field(max_length=16)
     inputs: dict[str, Any] | None = _json()
     output: Any = _json()
     branch: str | None = Field(default=None, max_length=64)
