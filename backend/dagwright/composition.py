@@ -35,6 +35,9 @@ if TYPE_CHECKING:
     from dagwright.secrets import Secrets
     from dagwright.services.apps import AppService
     from dagwright.services.data_sources import DataSourceService
+    from dagwright.services.queue.durable import DurableRunner
+    from dagwright.services.queue.settings import QueueSettings
+    from dagwright.services.queue.submit import RunQueue
     from dagwright.services.runs.service import RunService
     from dagwright.services.secret_store import DatabaseSecrets
     from dagwright.tabular import TableAccess
@@ -302,6 +305,48 @@ class Composition:
             return runs
 
         return self._once("runs", build)
+
+    def queue_settings(self) -> QueueSettings:
+        """Queue mode's settings (DAGWRIGHT_QUEUE, DAGWRIGHT_WORKER_*)."""
+        from dagwright.services.queue.settings import QueueSettings
+
+        settings = self.settings
+        return QueueSettings(
+            enabled=settings.queue == "procrastinate",
+            concurrency=settings.worker_concurrency,
+            max_depth=settings.queue_max_depth,
+            app_limit=settings.queue_app_limit,
+            heartbeat=settings.worker_heartbeat,
+            stalled_after=settings.worker_stalled_after,
+            alive_file=settings.worker_alive_file,
+        )
+
+    def run_queue(self) -> RunQueue | None:
+        """In queue mode, where an API process queues runs for the workers (the queue's
+        tables installed in the database first); else None."""
+
+        def build() -> RunQueue | None:
+            from dagwright.services.queue.submit import run_queue
+
+            return run_queue(self.runs(), self.settings.database_url, self.queue_settings())
+
+        return self._once("run_queue", build)
+
+    def durable_runner(self, registry: Registry | None = None) -> DurableRunner:
+        """What a worker executes queued runs with: this process's run service, whose
+        executor records each not-retryable block as begun before calling it."""
+
+        def build() -> DurableRunner:
+            from dagwright.services.queue.durable import DurableRunner
+            from dagwright.services.queue.jobs import conninfo, install_schema
+
+            conninfo(self.settings.database_url)  # queue mode needs PostgreSQL
+            install_schema(self.database())
+            runs = self.runs(recover_interrupted=True)
+            runs.executor.options.before_unretryable = runs.mark_begun
+            return DurableRunner(runs, self.apps(registry))
+
+        return self._once("durable_runner", build)
 
     def tqa(self) -> TqaService:
         """AutoTQA: its agents are published apps, called through the run service."""

@@ -18,6 +18,17 @@ class DagwrightError(Exception):
         return {"code": self.code, "message": self.message}
 
 
+class RetryLaterError(DagwrightError):
+    """More work than the service takes now; the same request may succeed `retry_after`
+    seconds later (HTTP 429 with Retry-After)."""
+
+    code = "retry_later"
+
+    def __init__(self, message: str, retry_after: float) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
 class BlockDefinitionError(DagwrightError):
     """A block is declared wrongly (bad annotation, missing docstring...)."""
 

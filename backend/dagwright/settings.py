@@ -18,7 +18,7 @@ import os
 import socket
 import tomllib
 from pathlib import Path
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from pydantic import AliasChoices, Field, ValidationError, field_validator
 from pydantic.fields import FieldInfo
@@ -90,6 +90,19 @@ class Settings(BaseSettings):
 
     # -- runs ------------------------------------------------------------------------------
     threads: int = Field(128, ge=1, description="threads for blocking blocks")
+
+    # -- queue mode (services/queue, docs/deploy.md) ----------------------------------------
+    queue: Literal["", "procrastinate"] = Field(
+        "", description="'procrastinate': async runs go to `dagwright worker` processes"
+    )
+    worker_concurrency: int = Field(16, ge=1, description="runs one worker executes at once")
+    queue_max_depth: int = Field(10_000, ge=1, description="queued runs beyond which: 429")
+    queue_app_limit: int = Field(1_000, ge=1, description="an app's queue runs beyond which: 429")
+    worker_heartbeat: float = Field(2.0, gt=0, description="seconds between heartbeats")
+    worker_stalled_after: float = Field(
+        15.0, gt=0, description="seconds of silence after which a worker is dead"
+    )
+    worker_alive_file: Path | None = Field(None, description="touched every heartbeat")
 
     # -- models ----------------------------------------------------------------------------
     default_model: str = "gpt-4o-mini"

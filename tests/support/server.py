@@ -413,51 +413,33 @@ def live_server(
 
 
 @dataclass
-class ServerProcess:
-    """`python -m dagwright serve` as a child process (SIGKILL it to simulate a crash)."""
+class ChildProcess:
+    """A `python -m dagwright ...` child process with its output in a log file."""
 
     data_dir: Path
     replica: str
     database_url: str | None = None
-    port: int = field(default_factory=free_port)
+    env: dict[str, str] = field(default_factory=dict)  # more environment variables
     process: subprocess.Popen[bytes] | None = None
     log: Path | None = None
 
-    @property
-    def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}"
-
-    def start(self, timeout: float = 30.0) -> ServerProcess:
+    def launch(self, *args: str) -> subprocess.Popen[bytes]:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         env = subprocess_environment(
-            DAGWRIGHT_DATA_DIR=str(self.data_dir), DAGWRIGHT_REPLICA=self.replica
+            DAGWRIGHT_DATA_DIR=str(self.data_dir), DAGWRIGHT_REPLICA=self.replica, **self.env
         )
         if self.database_url is not None:
             env["DAGWRIGHT_DATABASE_URL"] = self.database_url
-        self.log = self.data_dir / f"server-{self.replica}-{uuid.uuid4().hex[:4]}.log"
+        self.log = self.data_dir / f"{args[0]}-{self.replica}-{uuid.uuid4().hex[:4]}.log"
         with self.log.open("wb") as log:
             self.process = subprocess.Popen(
-                [sys.executable, "-m", "dagwright", "serve", "--port", str(self.port)],
+                [sys.executable, "-m", "dagwright", *args],
                 env=env,
                 cwd=self.data_dir,
                 stdout=log,
                 stderr=subprocess.STDOUT,
             )
-        deadline = time.monotonic() + timeout
-        while True:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"the server exited at start-up: {self.output()}")
-            try:
-                response = httpx.get(f"{self.base_url}/api/v1/health", timeout=1.0)
-                if response.status_code == 200:
-                    assert response.json()["replica"] == self.replica
-                    return self
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                self.kill()
-                raise RuntimeError(f"the server did not answer in {timeout}s: {self.output()}")
-            time.sleep(0.05)
+        return self.process
 
     def output(self) -> str:
         return self.log.read_text(errors="replace") if self.log and self.log.exists() else ""
@@ -475,6 +457,45 @@ class ServerProcess:
                 self.process.wait(10)
             except subprocess.TimeoutExpired:
                 self.kill()
+
+
+@dataclass
+class WorkerProcess(ChildProcess):
+    """`python -m dagwright worker` (queue mode: set DAGWRIGHT_QUEUE in `env`)."""
+
+    def start(self) -> WorkerProcess:
+        self.launch("worker")
+        return self
+
+
+@dataclass
+class ServerProcess(ChildProcess):
+    """`python -m dagwright serve` as a child process (SIGKILL it to simulate a crash)."""
+
+    port: int = field(default_factory=free_port)
+
+    @property
+    def base_url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def start(self, timeout: float = 30.0) -> ServerProcess:
+        self.launch("serve", "--port", str(self.port))
+        assert self.process is not None
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.process.poll() is not None:
+                raise RuntimeError(f"the server exited at start-up: {self.output()}")
+            try:
+                response = httpx.get(f"{self.base_url}/api/v1/health", timeout=1.0)
+                if response.status_code == 200:
+                    assert response.json()["replica"] == self.replica
+                    return self
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                self.kill()
+                raise RuntimeError(f"the server did not answer in {timeout}s: {self.output()}")
+            time.sleep(0.05)
 
     def api(self, admin_token: str | None = None) -> Api:
         return Api(self.base_url, admin_token)

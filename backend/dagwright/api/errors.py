@@ -23,6 +23,7 @@ from dagwright.errors import (
     InputError,
     NotFoundError,
     QueryError,
+    RetryLaterError,
     UnknownBlockError,
     describe_validation_error,
 )
@@ -30,12 +31,8 @@ from dagwright.runtime import FlowInvalidError
 from dagwright.secrets import SecretNotFoundError
 
 
-class RateLimitedError(DagwrightError):
+class RateLimitedError(RetryLaterError):
     code = "rate_limited"
-
-    def __init__(self, message: str, retry_after: float) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
 
 
 # The first kind an error is an instance of decides: subclasses before their bases.
@@ -50,7 +47,7 @@ _STATUS: list[tuple[type[DagwrightError], int]] = [
     (NotFoundError, 404),
     (SecretNotFoundError, 404),  # deleting a secret that is not set
     (ConflictError, 409),
-    (RateLimitedError, 429),
+    (RetryLaterError, 429),
     (DataSourceError, 502),
 ]
 
@@ -83,7 +80,7 @@ def install(app: FastAPI) -> None:
         extra.pop("message", None)
         status = status_of(exc)
         headers = None
-        if isinstance(exc, RateLimitedError):
+        if isinstance(exc, RetryLaterError):
             headers = {"Retry-After": str(max(1, round(exc.retry_after + 0.5)))}
         if status == 401:
             headers = {"WWW-Authenticate": "Bearer"}

@@ -22,6 +22,7 @@ from dagwright.services.data_sources import DataSourceService
 from dagwright.services.endpoints import EndpointResolver
 from dagwright.services.human import HumanInbox, HumanService
 from dagwright.services.keys import KeyService
+from dagwright.services.queue.submit import RunQueue
 from dagwright.services.runs.service import RunService
 from dagwright.services.secret_store import DatabaseSecrets
 from dagwright.services.triggers import TriggerService
@@ -43,6 +44,7 @@ class Services:
     examples: ExampleStore
     data: DataSourceService
     tqa: TqaService
+    queue: RunQueue | None = None  # queue mode (services/queue): async runs go to workers
 
 
 async def services(request: Request) -> Services:
@@ -67,6 +69,7 @@ async def serving(app: FastAPI, settings: ServerSettings) -> AsyncIterator[None]
         apps = process.apps(registry)
         secrets = process.secret_store()
         runs = process.runs(recover_interrupted=True)
+        queue = process.run_queue()  # None unless queue mode (docs/deploy.md)
         tqa = process.tqa()
         # Cron schedules and webhooks (routes/triggers.py); every replica schedules, one fires.
         app.state.triggers = TriggerService(engine, apps, runs, secrets)
@@ -92,5 +95,6 @@ async def serving(app: FastAPI, settings: ServerSettings) -> AsyncIterator[None]
             examples=process.examples(),
             data=process.data_sources(),
             tqa=tqa,
+            queue=queue,
         )
         yield

@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 LAZY_COMMANDS: dict[str, tuple[str, str, str | None]] = {
     "mock-llm": ("dagwright.cli.mock_llm", "mock_llm", None),
     "serve": ("dagwright.cli.server_commands", "serve", None),
+    "worker": ("dagwright.cli.worker", "worker", None),
     "call": ("dagwright.cli.server_commands", "call", None),
     "export": ("dagwright.cli.server_commands", "export", None),
     "import": ("dagwright.cli.server_commands", "import_", None),

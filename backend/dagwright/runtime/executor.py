@@ -232,10 +232,10 @@ class ExecutorOptions:
     services: Mapping[type, object] = field(default_factory=dict)
     # Where sync blocks run (loop or threads), learnt per block type; shared by the runs.
     sync_policy: SyncPolicy = field(default_factory=SyncPolicy)
-    # Awaited with (run id, node path) before a block declared side_effects="not_retryable"
-    # is called: a durable run records there that the call began, so that a resume after a
-    # crash fails the run rather than call the block twice (services/queue).
-    before_unretryable: Callable[[str, str], Awaitable[None]] | None = None
+    # Awaited with (run id, node path, block) before a block declared
+    # side_effects="not_retryable" is called: a durable run records there that the call
+    # began, so that a resume after a crash fails the run rather than call it twice.
+    before_unretryable: Callable[[str, str, str], Awaitable[None]] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -574,7 +574,7 @@ class Run:
                 if self._options.before_unretryable is not None and not spec.retryable:
                     # After _emit, whose forwarders gave the event the node's full path in
                     # a sub-flow (`m[2]/send`): the path is the node's key in the run.
-                    await self._options.before_unretryable(self.run_id, begun.node)
+                    await self._options.before_unretryable(self.run_id, begun.node, spec.name)
                 if node.on_error is not None:
                     result = await self._call_guarded(node, kwargs, mode, timing)
                 elif mode == "inline":

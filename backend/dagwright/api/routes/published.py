@@ -13,6 +13,7 @@ from dagwright.api.schemas import RunIn
 from dagwright.api.state import Services, services
 from dagwright.api.streaming import result_body, run_events
 from dagwright.services.inputs import check_input_types
+from dagwright.services.queue.jobs import Priority
 from dagwright.store.models import App
 
 router = APIRouter(prefix="/api/v1", tags=["published"])
@@ -30,13 +31,27 @@ def run_deadline(s: Services, app: App) -> float:
 async def run_published(app: str, body: RunIn, request: Request, s: Deps) -> Any:
     """Run the app's published version (or the pinned `version`) with its API key.
     `stream: true` answers with server-sent events (node events, token deltas, then the
-    result); `async: true` answers 202 with the run id to poll at GET /api/v1/runs/{id}.
+    result); `async: true` answers 202 with the run id to poll at GET /api/v1/runs/{id}
+    (in queue mode the run is queued for a worker, and a full queue answers 429 with
+    Retry-After; sync and streamed calls run in this process either way).
     Inputs of the wrong type are 422 (naming the input and its type) and no run is
     recorded; a run past the app's deadline fails with `run_timeout`. A W3C `traceparent`
     header puts the run's trace under the caller's span."""
     found_app = await app_for_key(request, s, app)
     endpoint = await s.endpoints.endpoint(found_app.id, body.version)
     check_input_types(endpoint.plan, body.inputs)
+    if body.async_ and s.queue is not None:
+        # Queue mode: a worker runs it (services/queue); a full queue is 429 + Retry-After.
+        run_id = await s.queue.submit(
+            endpoint.plan,
+            body.inputs,
+            app_id=found_app.id,
+            version_id=endpoint.version_id,
+            mode="published",
+            priority=Priority.PUBLISHED,
+            deadline=run_deadline(s, found_app),
+        )
+        return _accepted(run_id, "queued")
     live = await s.runs.start(
         endpoint.plan,
         body.inputs,
@@ -47,10 +62,13 @@ async def run_published(app: str, body: RunIn, request: Request, s: Deps) -> Any
         traceparent=request.headers.get("traceparent"),
     )
     if body.async_:
-        return JSONResponse(
-            {"run_id": live.run_id, "status": "running", "poll": f"/api/v1/runs/{live.run_id}"},
-            status_code=202,
-        )
+        return _accepted(live.run_id, "running")
     if body.stream:
         return EventSourceResponse(run_events(live))
     return result_body(await live.wait())
+
+
+def _accepted(run_id: str, status: str) -> JSONResponse:
+    return JSONResponse(
+        {"run_id": run_id, "status": status, "poll": f"/api/v1/runs/{run_id}"}, status_code=202
+    )

@@ -31,12 +31,15 @@ class LiveRun:
     """A run started by this process: `run` streams its events live; `wait()` returns its
     record once the final state is committed. `row` is the `runs` row inserted for it."""
 
-    __slots__ = ("_done", "cancel_requested_at", "row", "run", "run_id")
+    __slots__ = ("_done", "cancel_requested_at", "resumed", "row", "run", "run_id")
 
-    def __init__(self, run: Run, row: dict[str, Any]) -> None:
+    def __init__(self, run: Run, row: dict[str, Any], *, resumed: bool = False) -> None:
         self.run_id = run.run_id
         self.run = run
         self.row = row
+        # A durable run taken up again (services/queue): the results it reuses are recorded
+        # already, by the attempt that produced them, and are not written over.
+        self.resumed = resumed
         self.cancel_requested_at: datetime | None = None
         self._done: asyncio.Future[RunRecord] = asyncio.get_running_loop().create_future()
 
@@ -103,7 +106,9 @@ async def record(live: LiveRun, writer: RunWriter) -> None:
     try:
         async for event in live.run.stream():
             settled = fold.apply(event)
-            if settled is not None:
+            if settled is not None and settled.status == "reused" and live.resumed:
+                fold.forget(settled.node)  # recorded by the attempt that produced it
+            elif settled is not None:
                 if settled.block is None and settled.status == "skipped" and blocks is None:
                     blocks = live.run.plan.blocks()  # never started: its block is in the plan
                 row = node_row(run_id, settled, blocks)

@@ -238,6 +238,8 @@ class ReplicaLease:
         live = select(REPLICAS.c.id).where(REPLICAS.c.heartbeat_at > cutoff)
         orphaned = (
             RUNS.c.status.in_(ACTIVE_STATUSES),
+            # A queue job's run is resumed by another worker (services/queue), not closed.
+            RUNS.c.job_id.is_(None),
             RUNS.c.replica != self.id,
             RUNS.c.replica.not_in(live),
         )

@@ -9,11 +9,11 @@ import contextlib
 import dataclasses
 import logging
 import threading
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, Final
 
-from sqlalchemy import Connection, Engine, func, select, update
+from sqlalchemy import Connection, Engine, func, insert, select, update
 
 from dagwright.errors import ConflictError, InputError, NotFoundError
 from dagwright.runtime.executor import Executor, ReusedOutput, resolve_inputs
@@ -41,6 +41,7 @@ log = logging.getLogger(__name__)
 
 CANCEL_POLL_INTERVAL: Final = 0.5  # seconds between looks for cancel requests of other replicas
 CANCEL_REASON: Final = "cancelled by request"
+_CANCELLED: Final = {"code": "cancelled", "message": CANCEL_REASON, "node": None}
 
 
 # -- the service -------------------------------------------------------------------------
@@ -173,29 +174,8 @@ class RunService:
         inputs the flow does not take. Nodes in `reuse` pass on the given outputs unrun. A
         run still going `deadline` seconds after it started fails with `run_timeout`. A traced
         run hangs under `traceparent` (a W3C header's value) when it is valid."""
-        values = resolve_inputs(plan, inputs)  # bad inputs are no run: refuse before writing
-        nodes = plan.nodes
-        now = utcnow()
-        run_id = new_id()
-        row: dict[str, Any] = {
-            "id": run_id,
-            "app_id": app_id,
-            "version_id": version_id,
-            "parent_run_id": parent_run_id,
-            "parent_node": parent_node,
-            "mode": mode,
-            "status": "running",
-            "inputs": json_ports({nodes[i].interface_name or "": v for i, v in values.items()}),
-            "outputs": None,
-            "error": None,
-            "usage": None,
-            "replica": self.lease.id,
-            "cancel_requested_at": None,
-            "created_at": now,
-            "started_at": now,
-            "finished_at": None,
-            "duration": None,
-        }
+        row = self._new_row(plan, inputs, app_id, version_id, mode, parent_run_id, parent_node)
+        run_id = row["id"]
         await self._ready()
         try:
             await asyncio.wrap_future(self.writer.insert_run(row))
@@ -221,13 +201,164 @@ class RunService:
                 attributes={"dagwright.app.id": app_id or "", "dagwright.run.mode": mode},
             )
         live = LiveRun(run, row)
-        self._live[run_id] = live
+        self._follow(live)
+        return live
+
+    def _new_row(
+        self,
+        plan: CompiledFlow,
+        inputs: Mapping[str, Any],
+        app_id: str | None,
+        version_id: str | None,
+        mode: str,
+        parent_run_id: str | None = None,
+        parent_node: str | None = None,
+        status: str = "running",
+    ) -> dict[str, Any]:
+        """A new `runs` row. Raises InputError for inputs the flow does not take: bad inputs
+        are no run, refused before anything is written."""
+        values = resolve_inputs(plan, inputs)
+        nodes = plan.nodes
+        now = utcnow()
+        return {
+            "id": new_id(),
+            "app_id": app_id,
+            "version_id": version_id,
+            "parent_run_id": parent_run_id,
+            "parent_node": parent_node,
+            "mode": mode,
+            "status": status,
+            "inputs": json_ports({nodes[i].interface_name or "": v for i, v in values.items()}),
+            "outputs": None,
+            "error": None,
+            "usage": None,
+            "replica": self.lease.id,
+            "cancel_requested_at": None,
+            "created_at": now,
+            "started_at": now if status == "running" else None,
+            "finished_at": None,
+            "duration": None,
+        }
+
+    # -- durable runs (queue mode: services/queue) ----------------------------------------
+
+    async def record_queued(
+        self,
+        plan: CompiledFlow,
+        inputs: Mapping[str, Any],
+        queue_job: Callable[[Connection, str], int],
+        *,
+        app_id: str | None,
+        version_id: str | None,
+        mode: str,
+    ) -> str:
+        """Record a run as queued, in the transaction in which `queue_job(connection, run id)`
+        queues the job that will run it (returning the job's id): the run is queued exactly
+        when its job exists. Returns the run id; InputError (nothing recorded) for inputs
+        the flow does not take."""
+        row = self._new_row(plan, inputs, app_id, version_id, mode, status="queued")
+
+        def enqueue(conn: Connection) -> None:
+            job_id = queue_job(conn, row["id"])
+            conn.execute(insert(RUNS).values({**row, "job_id": job_id}))
+
+        await self._ready()
+        await asyncio.wrap_future(self.writer.call(enqueue))
+        return str(row["id"])
+
+    async def resume(
+        self,
+        plan: CompiledFlow,
+        run_id: str,
+        inputs: Mapping[str, Any],
+        *,
+        job_id: int,
+        reuse: Mapping[str, ReusedOutput],
+        deadline: float | None = None,
+    ) -> LiveRun | None:
+        """Take up a queued run, or one whose worker died, in this process: it becomes this
+        process's (its lease) and starts, passing on the outputs in `reuse` (recorded by an
+        earlier attempt, and not written again). None when the run is no longer queued or
+        running (it finished, or was cancelled, meanwhile)."""
+        now = utcnow()
+        taken: list[dict[str, Any]] = []
+
+        def take(conn: Connection) -> None:
+            claimed = conn.execute(
+                update(RUNS)
+                .where(RUNS.c.id == run_id, RUNS.c.status.in_(ACTIVE_STATUSES))
+                .values(
+                    status="running",
+                    replica=self.lease.id,
+                    job_id=job_id,
+                    started_at=func.coalesce(RUNS.c.started_at, now),
+                )
+            ).rowcount
+            if claimed:
+                row = conn.execute(select(RUNS).where(RUNS.c.id == run_id)).mappings().one()
+                taken.append(dict(row))
+
+        await self._ready()
+        await asyncio.wrap_future(self.writer.call(take))
+        if not taken:
+            return None
+        try:
+            run = self._executor(deadline).start(plan, inputs, run_id, reuse)
+        except Exception as exc:
+            message = f"the run could not start: {type(exc).__name__}: {exc}"
+            error = {"code": "start_failed", "message": message, "node": None}
+            self.writer.finish_run(final_row(run_id, "failed", None, error, None, 0.0))
+            raise
+        live = LiveRun(run, taken[0], resumed=bool(reuse))
+        self._follow(live)
+        return live
+
+    async def close_queued(
+        self, run_id: str, status: str, code: str, message: str, node: str | None = None
+    ) -> None:
+        """End a queued (or resumable) run without running it: cancelled before it started,
+        or failed because resuming it could repeat a call that must not be repeated."""
+        error = {"code": code, "message": message, "node": node}
+
+        def close(conn: Connection) -> None:
+            conn.execute(
+                update(RUNS)
+                .where(RUNS.c.id == run_id, RUNS.c.status.in_(ACTIVE_STATUSES))
+                .values(status=status, error=error, finished_at=utcnow())
+            )
+
+        await self._ready()
+        await asyncio.wrap_future(self.writer.call(close))
+
+    async def mark_begun(self, run_id: str, node: str, block: str) -> None:
+        """Record that a not-retryable block's node began (status "running"), committed
+        before the block is called; its result, when it settles, is written over it."""
+        self.writer.put_node(
+            {  # every key of run_nodes: the writer upserts a batch with one executemany
+                "run_id": run_id,
+                "node": node,
+                "block": block,
+                "status": "running",
+                "inputs": None,
+                "output": None,
+                "branch": None,
+                "error": None,
+                "started": None,
+                "duration": None,
+                "usage": None,
+            }
+        )
+        # Queued after the row, so committed with it or after it: once this is, so is the row.
+        await asyncio.wrap_future(self.writer.call(_nothing))
+
+    def _follow(self, live: LiveRun) -> None:
+        """Record the live run's events from a task of its own."""
+        self._live[live.run_id] = live
         recorder = asyncio.get_running_loop().create_task(
-            self._record(live), name=f"dagwright-record-{run_id}"
+            self._record(live), name=f"dagwright-record-{live.run_id}"
         )
         self._recorders.add(recorder)
         recorder.add_done_callback(self._recorders.discard)
-        return live
 
     def _executor(self, deadline: float | None) -> Executor:
         """The executor, or one like it whose runs end at `deadline` (the runtime's own run
@@ -350,9 +481,18 @@ class RunService:
                 )
                 .values(cancel_requested_at=requested)
             )
+            # A run still waiting in the queue (services/queue) ends now: no worker has it,
+            # and the one that takes its job finds it finished.
+            conn.execute(
+                update(RUNS)
+                .where(RUNS.c.id == run_id, RUNS.c.status == "queued")
+                .values(status="cancelled", finished_at=requested, error=dict(_CANCELLED))
+            )
 
         await self._ready()
         await asyncio.wrap_future(self.writer.call(request))
+        if record.status == "queued":
+            return await asyncio.to_thread(self.get, run_id)
         record.cancel_requested_at = record.cancel_requested_at or requested
         return record
 
@@ -409,6 +549,10 @@ class RunService:
         whatever their replica; never the runs of this process. Runs at start-up and every
         `stale_after` seconds; safe while other processes do the same. Returns how many."""
         return self.lease.recover(self.stale_after)
+
+
+def _nothing(conn: Connection) -> None:
+    """A barrier: its commit says that everything queued before it is written."""
 
 
 def _finished(record: RunRecord) -> ConflictError:

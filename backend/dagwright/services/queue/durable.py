@@ -1,0 +1,94 @@
+"""Durable runs: a worker executes a queued run, and resumes one whose worker died.
+
+What a run has recorded decides how it goes on (the run's rows in services/runs):
+- nodes that succeeded (or were reused) keep their result: the resumed run passes their
+  recorded output on without running them (only the flow's own nodes: a sub-flow, map or
+  repeat node that did not finish runs again whole), except a result stored truncated (too
+  large to keep whole), whose node runs again;
+- nodes that had not settled run again: at least once, which blocks with side effects
+  accept by declaring `side_effects="retryable"`;
+- a block declared `side_effects="not_retryable"` is recorded as "running" before it is
+  called (the executor awaits RunService.mark_begun): a resume that finds it begun but not
+  settled fails the run with `not_retryable`, naming the node, instead of calling it twice.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Mapping
+from typing import Any, Final
+
+from dagwright.runtime.executor import ReusedOutput
+from dagwright.services.apps import AppService
+from dagwright.services.runs.records import NodeRecord, RunRecord
+from dagwright.services.runs.service import RunService
+from dagwright.store.models import FINAL_STATUSES
+
+log = logging.getLogger(__name__)
+
+NOT_RETRYABLE: Final = "not_retryable"
+_FINISHED: Final = ("succeeded", "reused")
+
+
+def _truncated(value: Any) -> bool:
+    return isinstance(value, dict) and value.get("truncated") is True and "preview" in value
+
+
+def reusable(nodes: list[NodeRecord]) -> dict[str, ReusedOutput]:
+    """The recorded results a resumed run passes on instead of running their nodes."""
+    return {
+        node.node: ReusedOutput(node.output, node.branch)
+        for node in nodes
+        if node.status in _FINISHED and "/" not in node.node and not _truncated(node.output)
+    }
+
+
+def begun_unretryable(nodes: list[NodeRecord]) -> NodeRecord | None:
+    """A not-retryable block's node that began and did not settle, if any: only
+    RunService.mark_begun writes "running", and the node's result overwrites it."""
+    return next((node for node in nodes if node.status == "running"), None)
+
+
+class DurableRunner:
+    """Executes the queue's run jobs in a worker process."""
+
+    def __init__(self, runs: RunService, apps: AppService) -> None:
+        self.runs = runs
+        self.apps = apps
+
+    async def execute(
+        self, run_id: str, job_id: int, inputs: Mapping[str, Any], deadline: float | None
+    ) -> str:
+        """Run (or resume) the queued run until its final state is recorded; returns that
+        status. A run that is already final (a job retried after its run ended) is left
+        as it is."""
+        record = await asyncio.to_thread(self.runs.get, run_id)
+        if record.status in FINAL_STATUSES:
+            return record.status
+        if record.cancel_requested_at is not None:
+            await self.runs.close_queued(run_id, "cancelled", "cancelled", "cancelled by request")
+            return "cancelled"
+        begun = begun_unretryable(record.nodes)
+        if begun is not None:
+            message = (
+                f"node {begun.node!r} ({begun.block}) had begun when its worker stopped, and "
+                "its block is not retryable: the run stops rather than call it twice"
+            )
+            await self.runs.close_queued(run_id, "failed", NOT_RETRYABLE, message, begun.node)
+            return "failed"
+        plan = await asyncio.to_thread(self._plan, record)
+        reuse = reusable(record.nodes)
+        if reuse:
+            log.info("run %s resumes with %d recorded node result(s)", run_id, len(reuse))
+        live = await self.runs.resume(
+            plan, run_id, inputs, job_id=job_id, reuse=reuse, deadline=deadline
+        )
+        if live is None:  # finished or cancelled meanwhile
+            return (await asyncio.to_thread(self.runs.get, run_id)).status
+        return (await live.wait()).status
+
+    def _plan(self, record: RunRecord) -> Any:
+        if record.app_id is None or record.version_id is None:
+            raise ValueError(f"run {record.id} names no app version: it cannot be queued")
+        return self.apps.compiled(self.apps.get_version(record.app_id, record.version_id))

@@ -1,0 +1,110 @@
+"""A worker process's loop: fetch run jobs, execute them durably, resume those of dead
+workers.
+
+Procrastinate fetches jobs (highest priority first, LISTEN/NOTIFY for no polling delay) and
+keeps this worker's heartbeat fresh. It does not, by itself, give a dead worker's jobs to
+anyone: every worker therefore sweeps, each heartbeat, for jobs whose worker has been silent
+for `stalled_after` seconds and puts them back in the queue, where any worker takes them up
+and resumes their runs (services/queue/durable.py). Two workers sweeping at once is harmless:
+a job already back in the queue is refused the second time.
+
+SIGTERM stops fetching and waits for the runs in progress to finish; a worker killed before
+that (SIGKILL, a lost machine) leaves them to the sweep.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any, Final
+
+import procrastinate
+from procrastinate.exceptions import ConnectorException
+from procrastinate.job_context import JobContext
+from procrastinate.jobs import Job, Status
+
+from dagwright.services.queue.durable import DurableRunner
+from dagwright.services.queue.jobs import QUEUE, TASK, conninfo
+from dagwright.services.queue.settings import QueueSettings
+
+log = logging.getLogger(__name__)
+
+# A run whose workers died this many times while running it (a run that kills its worker,
+# say by exhausting its memory) fails instead of being given to yet another worker.
+MAX_ATTEMPTS: Final = 5
+
+
+def worker_app(database_url: str | None, runner: DurableRunner) -> procrastinate.App:
+    """A Procrastinate app (not yet opened) whose `dagwright.run` task executes runs."""
+    app = procrastinate.App(
+        connector=procrastinate.PsycopgConnector(conninfo=conninfo(database_url))
+    )
+
+    @app.task(name=TASK, queue=QUEUE, pass_context=True)
+    async def run(
+        context: JobContext, run_id: str, inputs: dict[str, Any], deadline: float | None
+    ) -> str:
+        assert context.job.id is not None  # a fetched job has its id
+        return await runner.execute(run_id, context.job.id, inputs, deadline)
+
+    return app
+
+
+async def work(
+    runner: DurableRunner, database_url: str | None, settings: QueueSettings, name: str
+) -> None:
+    """Execute queued runs until the process is told to stop (SIGINT or SIGTERM)."""
+    app = worker_app(database_url, runner)
+    async with app.open_async():
+        sweeper = asyncio.create_task(_sweep(app, runner, settings), name="dagwright-sweeper")
+        try:
+            await app.run_worker_async(
+                queues=[QUEUE],
+                name=name,
+                concurrency=settings.concurrency,
+                update_heartbeat_interval=settings.heartbeat,
+                stalled_worker_timeout=settings.stalled_after,
+                # The run's row is the record; a finished job is only clutter.
+                delete_jobs="successful",
+            )
+        finally:
+            sweeper.cancel()
+            await asyncio.gather(sweeper, return_exceptions=True)
+
+
+async def _sweep(app: procrastinate.App, runner: DurableRunner, settings: QueueSettings) -> None:
+    while True:
+        await asyncio.sleep(settings.heartbeat)
+        try:
+            await resume_stalled(app, runner, settings.stalled_after)
+        except Exception:  # the database may be briefly unreachable: next time
+            log.warning("looking for the jobs of dead workers failed", exc_info=True)
+
+
+async def resume_stalled(
+    app: procrastinate.App, runner: DurableRunner, stalled_after: float
+) -> int:
+    """Put back in the queue the run jobs of workers silent for `stalled_after` seconds;
+    returns how many."""
+    manager = app.job_manager
+    stalled = await manager.get_stalled_jobs(
+        queue=QUEUE, task_name=TASK, seconds_since_heartbeat=stalled_after
+    )
+    resumed = 0
+    for job in stalled:
+        try:
+            if job.attempts + 1 >= MAX_ATTEMPTS:
+                await _give_up(app, runner, job)
+                continue
+            await manager.retry_job(job)
+        except ConnectorException:  # another worker's sweep took it first
+            continue
+        resumed += 1
+        log.warning("job %s of a dead worker is back in the queue", job.id)
+    return resumed
+
+
+async def _give_up(app: procrastinate.App, runner: DurableRunner, job: Job) -> None:
+    await app.job_manager.finish_job(job, status=Status.FAILED, delete_job=False)
+    message = f"its worker stopped {MAX_ATTEMPTS} times while running it"
+    await runner.runs.close_queued(str(job.task_kwargs["run_id"]), "failed", "worker_lost", message)

@@ -1,0 +1,268 @@
+"""Queue mode on real processes: two API servers and two workers on one PostgreSQL schema.
+
+200 async runs queued through both servers spread over both workers; one worker is killed
+(SIGKILL) in the middle and every run still finishes, on the other: no node recorded as
+finished runs again, no not-retryable block runs twice. A run whose not-retryable block was
+running when its worker died fails with `not_retryable` on a restarted worker instead of
+calling it again. A cancel sent through either server reaches a run on any worker.
+
+Each call of the test blocks (`tally`, `tally_once`, support/server_blocks/tally.py) appends
+"<run id> <node>" to one file, so the tests count how often each node really ran.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from cryptography.fernet import Fernet
+from sqlalchemy import Engine, create_engine, text
+from sqlalchemy.pool import NullPool
+
+from support.server import (
+    Api,
+    ServerProcess,
+    WorkerProcess,
+    edge,
+    flow,
+    node,
+    postgres_schema,
+)
+
+RUNS = 200
+TALLIED = ("a", "s", "b")  # the nodes of tally_flow that count their calls
+STALLED_AFTER = 3.0  # seconds of silence after which a worker is taken for dead
+
+
+@dataclass
+class Cluster:
+    url: str
+    db: Engine
+    tally: Path
+    servers: list[ServerProcess]
+    workers: list[WorkerProcess]
+    env: dict[str, str]
+    folder: Path
+
+    def api(self, index: int) -> Api:
+        return self.servers[index].api()
+
+    def add_worker(self, name: str) -> WorkerProcess:
+        worker = WorkerProcess(self.folder / name, name, self.url, env=self.env).start()
+        self.workers.append(worker)
+        return worker
+
+    def counts(self) -> Counter[tuple[str, str]]:
+        """How often each (run, node) was called."""
+        lines = self.tally.read_text().splitlines() if self.tally.exists() else []
+        return Counter((run, node) for run, node in (line.split(" ", 1) for line in lines))
+
+    def scalar(self, sql: str, **params: Any) -> Any:
+        with self.db.connect() as conn:
+            return conn.execute(text(sql), params).scalar()
+
+    def rows(self, sql: str, **params: Any) -> list[Any]:
+        with self.db.connect() as conn:
+            return list(conn.execute(text(sql), params).all())
+
+    def leases_of(self, replica: str) -> set[str]:
+        rows = self.rows("SELECT id FROM replicas WHERE name = :name", name=replica)
+        return {row[0] for row in rows}
+
+    def wait_for(self, what: str, check: Any, timeout: float = 60.0) -> Any:
+        deadline = time.monotonic() + timeout
+        while True:
+            found = check()
+            if found:
+                return found
+            if time.monotonic() > deadline:
+                logs = "\n".join(w.output()[-3000:] for w in self.workers)
+                raise AssertionError(f"{what}: not after {timeout}s\n{logs}")
+            time.sleep(0.1)
+
+
+@pytest.fixture(scope="module")
+def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    folder = tmp_path_factory.mktemp("queue")
+    env = {
+        "DAGWRIGHT_QUEUE": "procrastinate",
+        "DAGWRIGHT_WORKER_CONCURRENCY": "25",
+        "DAGWRIGHT_WORKER_HEARTBEAT": "0.5",
+        "DAGWRIGHT_WORKER_STALLED_AFTER": str(STALLED_AFTER),
+        # Every process decrypts the same secrets (as docker-compose.yml shares the key).
+        "DAGWRIGHT_SECRET_KEY": Fernet.generate_key().decode(),
+    }
+    with postgres_schema() as url:
+        db = create_engine(url, poolclass=NullPool)
+        # One after the other: the first migrates the schema and installs the queue's tables.
+        servers = [
+            ServerProcess(folder / name, name, url, env=env).start(timeout=120)
+            for name in ("api-1", "api-2")
+        ]
+        running = Cluster(url, db, folder / "tally.log", servers, [], env, folder)
+        try:
+            for name in ("worker-1", "worker-2"):
+                running.add_worker(name)
+            running.wait_for(
+                "two workers registered",
+                lambda: running.scalar("SELECT count(*) FROM procrastinate_workers") >= 2,
+            )
+            yield running
+        finally:
+            for process in [*running.workers, *servers]:
+                process.stop()
+            db.dispose()
+
+
+def tally_flow(tally: Path, seconds: float, once_seconds: float = 0.0) -> dict[str, Any]:
+    """input -> a: tally -> s: tally (waits) -> b: tally_once -> output `value`."""
+    return flow(
+        [
+            node("inp", "text_input", name="value"),
+            node("a", "tally", file=str(tally)),
+            node("s", "tally", file=str(tally), seconds=seconds),
+            node("b", "tally_once", file=str(tally), seconds=once_seconds),
+            node("out", "output", name="value"),
+        ],
+        [edge("inp", "a"), edge("a", "s"), edge("s", "b"), edge("b", "out")],
+        name="tallied",
+    )
+
+
+def queue_run(api: Api, slug: str, key: str, value: str) -> str:
+    response = api.run(slug, key, {"value": value}, **{"async": True})
+    assert response.status_code == 202, response.text
+    body = response.json()
+    assert body["status"] == "queued"
+    run_id: str = body["run_id"]
+    return run_id
+
+
+def test_runs_survive_a_killed_worker(cluster: Cluster) -> None:
+    first, second = cluster.api(0), cluster.api(1)
+    key = first.published_app("spread", tally_flow(cluster.tally, seconds=1.5))
+    run_ids = [queue_run((first, second)[i % 2], "spread", key, f"v{i}") for i in range(RUNS)]
+    victim = cluster.workers[0]
+
+    # In the middle: some runs finished, and the victim is running some.
+    cluster.wait_for(
+        "runs finished on both workers and running on worker-1",
+        lambda: (
+            cluster.scalar("SELECT count(*) FROM runs WHERE status = 'succeeded'") >= 40
+            and cluster.scalar(
+                "SELECT count(*) FROM runs r JOIN replicas l ON l.id = r.replica "
+                "WHERE r.status = 'running' AND l.name = 'worker-1'"
+            )
+            > 0
+        ),
+    )
+    victim.kill()
+    # What was recorded as finished when it died, and which runs it had in hand.
+    finished_before = {
+        (row[0], row[1])
+        for row in cluster.rows("SELECT run_id, node FROM run_nodes WHERE status = 'succeeded'")
+    }
+    in_hand = {
+        row[0]
+        for row in cluster.rows(
+            "SELECT r.id FROM runs r JOIN replicas l ON l.id = r.replica "
+            "WHERE r.status = 'running' AND l.name = 'worker-1'"
+        )
+    }
+    ran_on = Counter(
+        row[0]
+        for row in cluster.rows(
+            "SELECT l.name FROM runs r JOIN replicas l ON l.id = r.replica "
+            "WHERE r.status IN ('running', 'succeeded')"
+        )
+    )
+    assert in_hand
+    assert ran_on["worker-1"] > 0, ran_on
+    assert ran_on["worker-2"] > 0, ran_on
+
+    def all_final() -> bool:
+        return (
+            cluster.scalar(
+                "SELECT count(*) FROM runs WHERE id = ANY(:ids) "
+                "AND status NOT IN ('queued', 'running')",
+                ids=run_ids,
+            )
+            == RUNS
+        )
+
+    cluster.wait_for("every run final", all_final, timeout=120)
+    statuses = dict(cluster.rows("SELECT id, status FROM runs WHERE id = ANY(:ids)", ids=run_ids))
+    errors = dict(
+        cluster.rows(
+            "SELECT id, error->>'code' FROM runs WHERE id = ANY(:ids) AND status <> 'succeeded'",
+            ids=run_ids,
+        )
+    )
+    # A run can only fail for having been inside its not-retryable block at the crash.
+    assert set(errors.values()) <= {"not_retryable"}, errors
+    assert Counter(statuses.values())["succeeded"] >= RUNS - len(in_hand)
+    counts = cluster.counts()
+    for run_id in run_ids:
+        assert counts[run_id, "b"] <= 1, f"tally_once of {run_id} ran twice"
+        if statuses[run_id] == "succeeded":
+            assert counts[run_id, "a"] >= 1
+            assert counts[run_id, "s"] >= 1
+            assert counts[run_id, "b"] == 1
+    for run_id, node_id in finished_before:
+        if run_id in statuses and node_id in TALLIED:
+            assert counts[run_id, node_id] == 1, f"{run_id}/{node_id} finished, then ran again"
+    # The victim's runs finished on the survivor, reusing what they had recorded.
+    resumed = [run for run in in_hand if statuses[run] == "succeeded"]
+    assert resumed
+    survivor = cluster.leases_of("worker-2")
+    owners = dict(cluster.rows("SELECT id, replica FROM runs WHERE id = ANY(:ids)", ids=resumed))
+    assert set(owners.values()) <= survivor
+    # Back to two workers for the tests that follow.
+    cluster.workers.remove(victim)
+    cluster.add_worker("worker-3")
+
+
+def test_a_not_retryable_block_caught_by_a_crash_fails_the_run(cluster: Cluster) -> None:
+    api = cluster.api(1)
+    key = api.published_app("once", tally_flow(cluster.tally, seconds=0, once_seconds=60))
+    run_id = queue_run(api, "once", key, "x")
+    # tally_once is recorded as begun before it is called; then kill whichever worker has it.
+    cluster.wait_for(
+        "tally_once begun",
+        lambda: cluster.scalar(
+            "SELECT count(*) FROM run_nodes WHERE run_id = :run AND node = 'b' "
+            "AND status = 'running'",
+            run=run_id,
+        ),
+    )
+    owner = cluster.scalar(
+        "SELECT l.name FROM runs r JOIN replicas l ON l.id = r.replica WHERE r.id = :run",
+        run=run_id,
+    )
+    worker = next(w for w in cluster.workers if w.replica == owner)
+    worker.kill()
+    cluster.workers.remove(worker)
+    cluster.add_worker(f"{owner}-restarted")
+    record = api.wait_for_run(run_id, timeout=60)
+    assert record["status"] == "failed"
+    assert record["error"]["code"] == "not_retryable"
+    assert record["error"]["node"] == "b"
+    assert cluster.counts()[run_id, "b"] == 1
+    assert cluster.counts()[run_id, "a"] == 1  # finished before the crash: reused
+
+
+def test_a_cancel_through_either_server_reaches_the_worker(cluster: Cluster) -> None:
+    first, second = cluster.api(0), cluster.api(1)
+    key = first.published_app("cancelled", tally_flow(cluster.tally, seconds=60))
+    run_id = queue_run(first, "cancelled", key, "x")
+    first.wait_for_run(run_id, lambda run: run["status"] == "running", timeout=30)
+    response = second.http.post(f"/api/v1/runs/{run_id}/cancel")
+    assert response.status_code == 200, response.text
+    record = first.wait_for_run(run_id, lambda run: run["status"] == "cancelled", timeout=10)
+    assert record["cancel_requested_at"] is not None
+    assert cluster.counts()[run_id, "b"] == 0
