@@ -19,7 +19,7 @@ def compose() -> dict[str, Any]:
 
 def test_services_and_images() -> None:
     services = compose()["services"]
-    assert set(services) == {"api", "proxy", "postgres", "qdrant"}
+    assert set(services) == {"api", "worker", "proxy", "postgres", "qdrant"}
     assert services["api"]["build"] == "."
     assert services["api"]["deploy"]["replicas"] == 2
     assert services["postgres"]["image"].startswith("postgres:")
@@ -45,14 +45,32 @@ def test_api_environment_points_at_the_other_services() -> None:
     assert services["api"]["depends_on"]["postgres"]["condition"] == "service_healthy"
 
 
+def test_workers_execute_the_queue_of_the_api_replicas() -> None:
+    services = compose()["services"]
+    api, worker = services["api"], services["worker"]
+    assert worker["image"] == api["image"]
+    assert worker["command"] == ["dagwright", "worker"]
+    assert worker["deploy"]["replicas"] == 2
+    assert "ports" not in worker
+    # The same database (where the jobs are), queue mode, secrets and example store.
+    shared = ("DAGWRIGHT_DATABASE_URL", "DAGWRIGHT_QUEUE", "DAGWRIGHT_SECRET_KEY")
+    for name in (*shared, "DAGWRIGHT_QDRANT_URL"):
+        assert worker["environment"][name] == api["environment"][name], name
+    assert api["environment"]["DAGWRIGHT_QUEUE"] == "procrastinate"
+    # Healthy only while its loop runs: the file it touches every heartbeat is fresh.
+    alive = worker["environment"]["DAGWRIGHT_WORKER_ALIVE_FILE"]
+    assert alive in " ".join(worker["healthcheck"]["test"])
+    assert worker["depends_on"]["api"]["condition"] == "service_healthy"
+
+
 def test_ports_and_volumes() -> None:
     data = compose()
     services = data["services"]
     assert services["proxy"]["ports"] == ["127.0.0.1:8080:8080"]
     assert "ports" not in services["api"]  # replicas are reached through the proxy only
     mounted = {v.split(":")[0] for s in services.values() for v in s.get("volumes", [])}
-    assert {"api-data", "postgres-data", "qdrant-data"} <= mounted
-    assert set(data["volumes"]) == {"api-data", "postgres-data", "qdrant-data"}
+    assert {"api-data", "worker-data", "postgres-data", "qdrant-data"} <= mounted
+    assert set(data["volumes"]) == {"api-data", "worker-data", "postgres-data", "qdrant-data"}
     nginx = (ROOT / "deploy" / "nginx.conf").read_text()
     assert "server api:8000;" in nginx
     assert "proxy_buffering off;" in nginx  # server-sent events must not be buffered

@@ -75,6 +75,8 @@ async def work(
 async def _sweep(app: procrastinate.App, runner: DurableRunner, settings: QueueSettings) -> None:
     while True:
         await asyncio.sleep(settings.heartbeat)
+        if settings.alive_file is not None:
+            settings.alive_file.touch()
         try:
             await resume_stalled(app, runner, settings.stalled_after)
         except Exception:  # the database may be briefly unreachable: next time

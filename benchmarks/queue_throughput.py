@@ -1,0 +1,210 @@
+"""Async published runs through the job queue: runs/s with 1 and 2 workers, and how long a
+run waits between being queued and a worker starting it (p50/p99).
+
+1. Makes a fresh schema in the PostgreSQL at DAGWRIGHT_BENCH_POSTGRES_URL (default: the
+   local test server), starts one `dagwright serve` on it and publishes a trivial flow
+   (flows/examples/hello.json).
+2. Baseline, in this same process: the server without the queue (the embedded default's
+   way: an async run executes in the API process) — RUNS async calls from 32 concurrent
+   clients, timed from the first call to the last run recorded as finished.
+3. The same server restarted in queue mode, with 1 worker, then 2 workers
+   (`dagwright worker`): the same load, the same timing; enqueue-to-start latency is each
+   run's started_at - created_at, both written by the database's clients on this host.
+Every process shares the machine's cores (2 here) with PostgreSQL and the load generator:
+a second worker adds executors, not cores.
+
+Goals: 1 worker at least 100 runs/s; 2 workers at least as fast as 1; enqueue-to-start
+p50 under 50 ms and p99 under 500 ms while the queue is being filled faster than drained.
+Run: .venv/bin/python benchmarks/queue_throughput.py [--runs 1000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from urllib.parse import quote
+
+import httpx
+from cryptography.fernet import Fernet
+from sqlalchemy import Engine, create_engine, text
+from sqlalchemy.pool import NullPool
+
+ROOT = Path(__file__).resolve().parents[1]
+POSTGRES = os.environ.get(
+    "DAGWRIGHT_BENCH_POSTGRES_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+)
+CLIENTS = 32
+GOAL_ONE_WORKER = 100.0  # runs/s
+GOAL_P50 = 0.050  # seconds, enqueue -> start
+GOAL_P99 = 0.500
+
+
+@contextmanager
+def fresh_schema() -> Iterator[str]:
+    schema = f"bench_{uuid.uuid4().hex[:8]}"
+    admin = create_engine(POSTGRES, poolclass=NullPool)
+    with admin.begin() as conn:
+        conn.execute(text(f"CREATE SCHEMA {schema}"))
+    try:
+        yield f"{POSTGRES}?options={quote(f'-csearch_path={schema}', safe='')}"
+    finally:
+        with admin.begin() as conn:
+            conn.execute(text(f"DROP SCHEMA {schema} CASCADE"))
+        admin.dispose()
+
+
+def launch(args: list[str], env: dict[str, str], folder: Path) -> subprocess.Popen[bytes]:
+    folder.mkdir(parents=True, exist_ok=True)
+    log = (folder / f"{args[0]}.log").open("ab")
+    return subprocess.Popen(
+        [sys.executable, "-m", "dagwright", *args], env=env, cwd=folder, stdout=log, stderr=log
+    )
+
+
+def wait_healthy(base: str, timeout: float = 120.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            if httpx.get(f"{base}/api/v1/health", timeout=1).status_code == 200:
+                return
+        except httpx.TransportError:
+            pass
+        time.sleep(0.1)
+    raise RuntimeError("the server did not start")
+
+
+def stop(process: subprocess.Popen[bytes]) -> None:
+    process.terminate()
+    try:
+        process.wait(30)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
+async def call_all(base: str, key: str, runs: int) -> None:
+    """`runs` async calls from CLIENTS concurrent clients; each must be accepted (202)."""
+    pending = iter(range(runs))
+    headers = {"Authorization": f"Bearer {key}"}
+    async with httpx.AsyncClient(base_url=base, timeout=60, headers=headers) as client:
+
+        async def client_loop() -> None:
+            for index in pending:
+                body = {"inputs": {"name": f"n{index}"}, "async": True}
+                response = await client.post("/api/v1/apps/hello/run", json=body)
+                if response.status_code != 202:
+                    raise RuntimeError(f"{response.status_code}: {response.text}")
+
+        await asyncio.gather(*(client_loop() for _ in range(CLIENTS)))
+
+
+def finished(db: Engine, since: float) -> int:
+    with db.connect() as conn:
+        return int(
+            conn.execute(
+                text(
+                    "SELECT count(*) FROM runs WHERE status = 'succeeded' "
+                    "AND extract(epoch FROM created_at) >= :since"
+                ),
+                {"since": since},
+            ).scalar_one()
+        )
+
+
+def measure(base: str, key: str, db: Engine, runs: int) -> tuple[float, list[float]]:
+    """Runs/s from the first call to the last run finished, and each run's wait from
+    queued to started (empty when the runs were not queued)."""
+    since = time.time() - 1  # created_at is written in UTC seconds, as time.time() is
+    started = time.perf_counter()
+    asyncio.run(call_all(base, key, runs))
+    while finished(db, since) < runs:
+        time.sleep(0.02)
+    elapsed = time.perf_counter() - started
+    with db.connect() as conn:
+        waits = conn.execute(
+            text(
+                "SELECT extract(epoch FROM started_at - created_at) FROM runs "
+                "WHERE job_id IS NOT NULL AND extract(epoch FROM created_at) >= :since"
+            ),
+            {"since": since},
+        ).scalars()
+        latencies = sorted(float(w) for w in waits)
+    return runs / elapsed, latencies
+
+
+def percentile(values: list[float], share: float) -> float:
+    return values[min(len(values) - 1, int(share * len(values)))]
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=1000)
+    options = parser.parse_args()
+    folder = Path(tempfile.mkdtemp(prefix="dagwright-queue-bench-"))
+    with fresh_schema() as url:
+        db = create_engine(url, poolclass=NullPool)
+        env = {
+            **os.environ,
+            "DAGWRIGHT_DATABASE_URL": url,
+            "DAGWRIGHT_RATE_LIMIT": "1000000",
+            "DAGWRIGHT_SECRET_KEY": Fernet.generate_key().decode(),
+            "DAGWRIGHT_QUEUE_APP_LIMIT": "1000000",
+            "DAGWRIGHT_QUEUE_MAX_DEPTH": "1000000",
+        }
+        env.pop("DAGWRIGHT_QUEUE", None)
+        queued = {**env, "DAGWRIGHT_QUEUE": "procrastinate"}
+        port = 18000 + os.getpid() % 1000
+        base = f"http://127.0.0.1:{port}"
+        server = launch(["serve", "--port", str(port)], env, folder / "api")
+        try:
+            wait_healthy(base)
+            flow = json.loads((ROOT / "flows/examples/hello.json").read_text())
+            admin = httpx.Client(base_url=base, timeout=30)
+            admin.post("/api/v1/apps", json={"slug": "hello", "name": "hello"})
+            version = admin.post("/api/v1/apps/hello/versions", json={"flow": flow}).json()
+            admin.post("/api/v1/apps/hello/publish", json={"version_id": version["id"]})
+            key = admin.post("/api/v1/apps/hello/keys", json={"name": "bench"}).json()["key"]
+            admin.close()
+            measure(base, key, db, 100)  # warm-up
+            baseline, _ = measure(base, key, db, options.runs)
+            stop(server)
+            server = launch(["serve", "--port", str(port)], queued, folder / "api")
+            wait_healthy(base)
+            results = {}
+            workers: list[subprocess.Popen[bytes]] = []
+            for count in (1, 2):
+                workers.append(launch(["worker"], queued, folder / f"worker-{count}"))
+                time.sleep(8)  # the new worker imports and registers
+                measure(base, key, db, 100)  # warm-up
+                results[count] = measure(base, key, db, options.runs)
+            for worker in workers:
+                stop(worker)
+        finally:
+            stop(server)
+            db.dispose()
+    print(f"{options.runs} async published runs (hello.json), {CLIENTS} concurrent clients")
+    print(f"baseline, in the API process (no queue): {baseline:7.1f} runs/s")
+    for count, (rate, waits) in results.items():
+        goal = GOAL_ONE_WORKER if count == 1 else results[1][0]
+        p50, p99 = percentile(waits, 0.5), percentile(waits, 0.99)
+        print(
+            f"queue, {count} worker(s): {rate:7.1f} runs/s (goal >= {goal:.0f}; "
+            f"{rate / baseline:.2f}x baseline)  enqueue->start p50 {p50 * 1000:6.1f} ms "
+            f"(goal < {GOAL_P50 * 1000:.0f})  p99 {p99 * 1000:6.1f} ms "
+            f"(goal < {GOAL_P99 * 1000:.0f})  [{len(waits)} runs]"
+        )
+    print(f"logs in {folder}")
+
+
+if __name__ == "__main__":
+    main()
