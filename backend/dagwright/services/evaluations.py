@@ -357,6 +357,33 @@ class EvaluationService:
             if key in examples
         ]
 
+    def results(
+        self, evaluation_id: str, offset: int = 0, limit: int = DEFAULT_LIMIT, failed: bool = False
+    ) -> builtins.list[dict[str, Any]]:
+        """Per example, in the dataset's order: prediction, score, its run; `failed`: only
+        the wrong and the failed ones."""
+        at = window(offset, limit)
+        rows = self.rows(evaluation_id)
+        if failed:
+            rows = [r for r in rows if r.correct is False or r.error]
+        return [
+            {
+                "id": r.example_id,
+                "question": r.question,
+                "prediction": r.prediction,
+                "gold": r.gold,
+                "score": r.score,
+                "correct": r.correct,
+                "error": r.error,
+                "run_id": r.run_id,
+                "latency": r.latency,
+                "tokens": r.tokens,
+                "cost": r.cost,
+                "meta": r.meta,
+            }
+            for r in rows[at.offset : at.offset + at.limit]
+        ]
+
     def report(self, evaluation_id: str) -> dict[str, Any]:
         row = self.get(evaluation_id)
         if row.aggregate is None:

@@ -18,9 +18,9 @@ from dagwright.api.schemas import Paging
 from dagwright.api.state import Services, services
 from dagwright.errors import InputError, NotFoundError
 from dagwright.evaluation.metrics import METRICS
+from dagwright.services.evaluation_runs import RunningEvaluations
 
 if TYPE_CHECKING:
-    from dagwright.evaluation.batch import Progress
     from dagwright.services.evaluation_gates import GateService
     from dagwright.services.evaluations import EvaluationService
 
@@ -40,19 +40,11 @@ def _evaluations(s: Services) -> EvaluationService:
     return EvaluationService(s.engine, s.apps, s.runs, datasets)
 
 
-class _Running:
-    """The evaluations this process is running: their tasks and last progress."""
-
-    def __init__(self) -> None:
-        self.tasks: dict[str, asyncio.Task[Any]] = {}
-        self.progress: dict[str, dict[str, Any]] = {}
-
-
-def _running(request: Request) -> _Running:
+def _running(request: Request) -> RunningEvaluations:
     state = request.app.state
     if not hasattr(state, "evaluations_running"):
-        state.evaluations_running = _Running()
-    found: _Running = state.evaluations_running
+        state.evaluations_running = RunningEvaluations()
+    found: RunningEvaluations = state.evaluations_running
     return found
 
 
@@ -213,27 +205,9 @@ async def start_evaluation(
         resume=body.resume,
     )
     running = _running(request)
-    if row.id not in running.tasks:
-
-        def progress(p: Progress) -> None:
-            running.progress[row.id] = p.to_dict()
-
-        task = asyncio.get_running_loop().create_task(
-            evaluations.run(row.id, concurrency=body.concurrency, on_progress=progress),
-            name=f"dagwright-evaluation-{row.id}",
-        )
-        running.tasks[row.id] = task
-
-        def finished(done: asyncio.Task[Any]) -> None:
-            running.tasks.pop(row.id, None)
-            # A failure is kept on the evaluation (interrupted) and read by a waiting caller;
-            # retrieving it here keeps asyncio from reporting it as never retrieved.
-            if not done.cancelled():
-                done.exception()
-
-        task.add_done_callback(finished)
+    running.start(evaluations, row.id, body.concurrency)
     if body.wait:
-        await asyncio.shield(running.tasks.get(row.id) or asyncio.sleep(0))
+        await running.wait(row.id)
         response.status_code = 200
         return await asyncio.to_thread(evaluations.report, row.id)
     return evaluation_dict(row)
@@ -267,8 +241,8 @@ async def get_evaluation(evaluation_id: str, request: Request, s: Deps) -> dict[
     return {
         **evaluation_dict(row),
         "done": len(done),
-        "running_here": evaluation_id in running.tasks,
-        "progress": running.progress.get(evaluation_id),
+        "running_here": running.runs_here(evaluation_id),
+        "progress": running.progress(evaluation_id),
     }
 
 
@@ -285,37 +259,15 @@ async def evaluation_results(
     failed: bool = False,
 ) -> list[dict[str, Any]]:
     """Per example: prediction, score, its run (the trace at /api/v1/runs/{run_id})."""
-    rows = await asyncio.to_thread(_evaluations(s).rows, evaluation_id)
-    if failed:
-        rows = [r for r in rows if r.correct is False or r.error]
-    return [
-        {
-            "id": r.example_id,
-            "question": r.question,
-            "prediction": r.prediction,
-            "gold": r.gold,
-            "score": r.score,
-            "correct": r.correct,
-            "error": r.error,
-            "run_id": r.run_id,
-            "latency": r.latency,
-            "tokens": r.tokens,
-            "cost": r.cost,
-            "meta": r.meta,
-        }
-        for r in rows[page.offset : page.offset + page.limit]
-    ]
+    return await asyncio.to_thread(
+        _evaluations(s).results, evaluation_id, page.offset, page.limit, failed=failed
+    )
 
 
 @admin.post("/evaluations/{evaluation_id}/cancel", status_code=202)
 async def cancel_evaluation(evaluation_id: str, request: Request) -> dict[str, Any]:
     """Stops a running evaluation (its finished examples are kept: POST it again to resume)."""
-    task = _running(request).tasks.get(evaluation_id)
-    if task is None:
-        raise NotFoundError(
-            f"evaluation {evaluation_id!r} is not running here", "evaluation_not_running"
-        )
-    task.cancel()
+    _running(request).cancel(evaluation_id)
     return {"id": evaluation_id, "cancelled": True}
 
 
