@@ -2,8 +2,8 @@
 resumed by another worker when its worker dies, so the recovery of dead processes' runs
 leaves it to the queue instead of marking it interrupted.
 
-Revision ID: 0014
-Revises: 0013
+Revision ID: 0015
+Revises: 0014
 Create Date: 2026-11-26
 """
 
@@ -12,8 +12,8 @@ from __future__ import annotations
 import sqlalchemy as sa
 from alembic import op
 
-revision = "0014"
-down_revision: str | None = "0013"
+revision = "0015"
+down_revision: str | None = "0014"
 branch_labels: str | None = None
 depends_on: str | None = None
 
