@@ -1,4 +1,16 @@
-"""Persistence: SQLModel tables, the database engine, and migrations run at start-up."""
+"""Persistence: SQLModel tables, the database engine, migrations run at start-up, and one
+repository per aggregate, in one style (see store/apps.py):
+
+- a repository wraps the caller's session (`store.db.session`: the service's unit of work,
+  committed by the service), speaks in table rows and `store.paging.Page`, raises the typed
+  not-found and conflict errors, and holds every query of its aggregate;
+- services hold no SQL: they validate, decide, call repositories and commit;
+- every listing pages by `store.paging.window` (one policy, one Page).
+
+A new aggregate: its tables in a `*_models.py` (imported below) with a migration, and a
+`<aggregate>.py` here with its repository. Runs (services/runs) keep SQLAlchemy Core for the
+hot write path; AutoTQA's repositories are in store/tqa/.
+"""
 
 # The evaluation tables live in their own module; importing it here puts them on
 # SQLModel.metadata whichever store module is imported first (migrations compare against it).
