@@ -20,21 +20,21 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import re
 import secrets as token_source
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any, Final
 
-from sqlalchemy import Engine, exists, func, or_, select, update
-from sqlalchemy.orm import aliased
-from sqlmodel import Session, col
+from sqlalchemy import Engine
+from sqlmodel import Session
 
-from dagwright.errors import ConflictError, InputError, NotFoundError
+from dagwright.errors import ConflictError, InputError
 from dagwright.runtime.executor import ReusedOutput
 from dagwright.services.apps import AppService
 from dagwright.services.runs.recorder import LiveRun
 from dagwright.services.runs.service import RunService
-from dagwright.services.runs.writer import RUNS
+from dagwright.store.human import HumanRequestRepository
 from dagwright.store.human_models import HumanRequest
 from dagwright.store.models import utcnow
 from dagwright.telemetry.context import TraceParent, span_id_for, trace_id_for
@@ -84,22 +84,20 @@ class HumanInbox:
         timeout_s: float | None,
     ) -> HumanRequest:
         """`node` is the node's path in the run (`loop[2]/approve` inside a map item)."""
-        with Session(self.engine) as session:
-            app_id = session.execute(
-                select(RUNS.c.app_id).where(RUNS.c.id == run_id)
-            ).scalar_one_or_none()
+        with Session(self.engine) as db:
+            store = HumanRequestRepository(db)
             request = HumanRequest(
                 run_id=run_id,
-                app_id=app_id,
+                app_id=store.app_of_run(run_id),
                 node=node,
                 message=message,
                 form=form,
                 link_token=token_source.token_urlsafe(32),
                 expires_at=utcnow() + timedelta(seconds=timeout_s) if timeout_s else None,
             )
-            session.add(request)
-            session.commit()
-            session.refresh(request)
+            store.add(request)
+            db.commit()
+            db.refresh(request)
             return request
 
 
@@ -137,6 +135,11 @@ def _filled(form: dict[str, Any], answer: dict[str, Any]) -> dict[str, Any]:
     return values
 
 
+def _top_node(path: str) -> str:
+    """The flow's own node a nested path is under (`check` for `check/each[2]/approve`)."""
+    return re.split(r"[/\[]", path, maxsplit=1)[0]
+
+
 class HumanService:
     def __init__(self, engine: Engine, apps: AppService, runs: RunService) -> None:
         self.engine = engine
@@ -149,47 +152,28 @@ class HumanService:
     def requests(
         self, status: str | None = "waiting", app_id: str | None = None
     ) -> list[HumanRequest]:
-        with Session(self.engine) as session:
-            query = select(HumanRequest).order_by(HumanRequest.created_at)  # type: ignore[arg-type]
-            if status is not None:
-                query = query.where(HumanRequest.status == status)  # type: ignore[arg-type]
-            if app_id is not None:
-                query = query.where(HumanRequest.app_id == app_id)  # type: ignore[arg-type]
-            return list(session.scalars(query))
+        with Session(self.engine) as db:
+            return HumanRequestRepository(db).listing(status, app_id)
 
     def get(self, request_id: str) -> HumanRequest:
-        with Session(self.engine) as session:
-            found = session.get(HumanRequest, request_id)
-        if found is None:
-            raise NotFoundError(f"no human request {request_id!r}")
-        return found
+        with Session(self.engine) as db:
+            return HumanRequestRepository(db).find(request_id)
 
     def by_link(self, token: str) -> HumanRequest:
-        with Session(self.engine) as session:
-            query = select(HumanRequest).where(HumanRequest.link_token == token)  # type: ignore[arg-type]
-            found = session.scalars(query).first()
-        if found is None:
-            raise NotFoundError("this link is not valid")
-        return found
+        with Session(self.engine) as db:
+            return HumanRequestRepository(db).by_token(token)
 
     # -- answering ----------------------------------------------------------------------------
 
     def _claim(self, request_id: str, status: str, answer: dict[str, Any], choice: str) -> bool:
-        """Move the request from waiting to `status`; False when someone else did first."""
-        with Session(self.engine) as session:
-            done = session.execute(
-                update(HumanRequest)
-                .where(HumanRequest.id == request_id, HumanRequest.status == "waiting")  # type: ignore[arg-type]
-                .values(status=status, answer=answer, choice=choice, answered_at=utcnow())
-            )
-            session.commit()
-            return bool(getattr(done, "rowcount", 0) == 1)
+        with Session(self.engine) as db:
+            claimed = HumanRequestRepository(db).claim(request_id, status, answer, choice)
+            db.commit()
+            return claimed
 
     def _run_status(self, run_id: str) -> str | None:
-        with Session(self.engine) as session:
-            found = session.execute(select(RUNS.c.status).where(RUNS.c.id == run_id))
-            status: str | None = found.scalar_one_or_none()
-            return status
+        with Session(self.engine) as db:
+            return HumanRequestRepository(db).run_status(run_id)
 
     async def answer(
         self, request_id: str, answer: dict[str, Any], choice: str | None = None
@@ -215,23 +199,15 @@ class HumanService:
         return await self._resume_if_ready(request.run_id, request.node)
 
     def _waiting_count(self, run_id: str) -> int:
-        with Session(self.engine) as session:
-            query = select(func.count()).where(
-                col(HumanRequest.run_id) == run_id, col(HumanRequest.status) == "waiting"
-            )
-            return int(session.execute(query).scalar_one())
+        with Session(self.engine) as db:
+            return HumanRequestRepository(db).waiting_count(run_id)
 
     def _claim_run(self, run_id: str) -> bool:
-        """Move the paused run from waiting to resumed: the one caller this succeeds for
-        starts its continuation."""
-        with Session(self.engine) as session:
-            done = session.execute(
-                update(RUNS)
-                .where(RUNS.c.id == run_id, RUNS.c.status == "waiting")
-                .values(status="resumed")
-            )
-            session.commit()
-            return bool(getattr(done, "rowcount", 0) == 1)
+        """The one caller this succeeds for starts the paused run's continuation."""
+        with Session(self.engine) as db:
+            claimed = HumanRequestRepository(db).claim_run(run_id)
+            db.commit()
+            return claimed
 
     async def _resume_if_ready(self, run_id: str, node: str) -> Answered:
         """Start the continuation of `run_id` if none of its requests still waits and this
@@ -243,12 +219,8 @@ class HumanService:
         return Answered(run_id, live.run_id, 0)
 
     def _answers(self, run_id: str) -> list[HumanRequest]:
-        with Session(self.engine) as session:
-            query = select(HumanRequest).where(
-                HumanRequest.run_id == run_id,  # type: ignore[arg-type]
-                HumanRequest.status != "waiting",  # type: ignore[arg-type]
-            )
-            return list(session.scalars(query))
+        with Session(self.engine) as db:
+            return HumanRequestRepository(db).settled(run_id)
 
     async def _resume(self, run_id: str, node: str) -> LiveRun:
         waiting = await asyncio.to_thread(self.runs.get, run_id)
@@ -277,7 +249,7 @@ class HumanService:
             version_id=waiting.version_id,
             mode="resume",
             parent_run_id=waiting.id,
-            parent_node=node,
+            parent_node=_top_node(node),
             reuse=reuse,
             traceparent=parent.header(),
         )
@@ -285,29 +257,19 @@ class HumanService:
         return live
 
     def _resumed(self, waiting_run_id: str, run_id: str) -> None:
-        """Every answer of the paused run names the run that went on."""
-        with Session(self.engine) as session:
-            session.execute(
-                update(HumanRequest)
-                .where(HumanRequest.run_id == waiting_run_id)  # type: ignore[arg-type]
-                .values(resumed_run_id=run_id)
-            )
-            session.commit()
+        with Session(self.engine) as db:
+            HumanRequestRepository(db).mark_resumed(waiting_run_id, run_id)
+            db.commit()
 
     # -- timeouts and the sweep ---------------------------------------------------------------
 
     async def expire_due(self) -> list[Answered]:
         """Settle, as `timeout` with the fields' defaults, the requests past their timeout
         that this replica claims, resuming their runs when nothing else is awaited."""
-        now = utcnow()
 
         def due() -> list[HumanRequest]:
-            with Session(self.engine) as session:
-                query = select(HumanRequest).where(
-                    HumanRequest.status == "waiting",  # type: ignore[arg-type]
-                    HumanRequest.expires_at < now,  # type: ignore[arg-type,operator]
-                )
-                return list(session.scalars(query))
+            with Session(self.engine) as db:
+                return HumanRequestRepository(db).due(utcnow())
 
         settled: list[Answered] = []
         for request in await asyncio.to_thread(due):
@@ -323,25 +285,8 @@ class HumanService:
         """(run, node) of paused runs with every request settled a while ago and none gone
         on: the last answer came while the run was still being recorded, or its replica
         stopped."""
-        pending = aliased(HumanRequest)
-        settled_before = utcnow() - SWEEP_GRACE
-        with Session(self.engine) as session:
-            query = (
-                select(col(HumanRequest.run_id), col(HumanRequest.node))
-                .join(RUNS, RUNS.c.id == col(HumanRequest.run_id))
-                .where(
-                    RUNS.c.status == "waiting",
-                    col(HumanRequest.status) != "waiting",
-                    ~exists().where(
-                        col(pending.run_id) == col(HumanRequest.run_id),
-                        or_(
-                            col(pending.status) == "waiting",
-                            col(pending.answered_at) >= settled_before,
-                        ),
-                    ),
-                )
-            )
-            return [(row[0], row[1]) for row in session.execute(query)]
+        with Session(self.engine) as db:
+            return HumanRequestRepository(db).unresumed(utcnow() - SWEEP_GRACE)
 
     async def resume_settled(self) -> list[Answered]:
         resumed: list[Answered] = []
