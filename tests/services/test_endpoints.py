@@ -11,6 +11,7 @@ from sqlmodel import col
 
 from dagwright.errors import NotFoundError
 from dagwright.services.apps import AppService
+from dagwright.services.changes import Change
 from dagwright.services.endpoints import EndpointResolver
 from dagwright.services.keys import KeyService
 from dagwright.store.db import session
@@ -85,3 +86,37 @@ async def test_a_revoked_key_is_refused_at_once(
     assert (await resolver.key(plaintext)) is not None
     keys.revoke(app.id, key.id)
     assert (await resolver.key(plaintext)) is None
+
+
+def test_every_change_is_announced_once_committed(
+    engine: Engine, apps: AppService, keys: KeyService
+) -> None:
+    heard: list[tuple[str, str, bool | None]] = []
+
+    def listen(change: Change) -> None:
+        # Announced after the commit: a listener reading the database sees the change.
+        stored = None
+        if change.subject == "app":
+            with session(engine) as db:
+                stored = db.get(App, change.id) is not None
+        heard.append((change.subject, change.action, stored))
+
+    apps.changes.subscribe(listen)
+    keys.changes.subscribe(listen)
+    app = apps.create_app("told", "Told")
+    version = apps.create_version("told", constant(1))
+    apps.publish("told", version.id)
+    apps.update_app("told", name="Renamed")
+    key, _ = keys.create(app.id, "ci")
+    keys.revoke(app.id, key.id)
+    keys.revoke(app.id, key.id)  # already revoked: no change, nothing announced
+    apps.delete_app("told")
+    assert heard == [
+        ("app", "created", True),
+        ("version", "created", None),
+        ("app", "published", True),
+        ("app", "updated", True),
+        ("key", "created", None),
+        ("key", "revoked", None),
+        ("app", "deleted", False),
+    ]

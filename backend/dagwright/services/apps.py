@@ -121,7 +121,7 @@ class AppService:
         self._registry = registry
         self._compiled: OrderedDict[str, CompiledFlow] = OrderedDict()
         self._compiled_lock = threading.Lock()
-        self.changes = Changes()  # app changes: renamed, deleted, published
+        self.changes = Changes()  # apps and versions created, changed, deleted, published
 
     # -- apps ------------------------------------------------------------------------------
 
@@ -137,6 +137,7 @@ class AppService:
         with session(self._engine) as db:
             AppRepository(db).add(app)
             db.commit()
+        self.changes.announce(Change("app", "created", app.id))
         return app
 
     def list_apps(self, offset: int = 0, limit: int = DEFAULT_LIMIT) -> Page[App]:
@@ -226,6 +227,7 @@ class AppService:
                 )
                 if store.add_numbered_version(version):
                     db.commit()
+                    self.changes.announce(Change("version", "created", version.id))
                     return version
             # Another save took this number. Jitter keeps racing writers from colliding again.
             time.sleep(random.uniform(0, 0.005 * (attempt + 1)))
@@ -384,6 +386,7 @@ class AppService:
             if published is not None:
                 app.published_version_id = rows[published].id
             db.commit()
+        self.changes.announce(Change("app", "created", app.id))
         return app
 
     # -- helpers ---------------------------------------------------------------------------

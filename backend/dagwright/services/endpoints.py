@@ -97,9 +97,12 @@ class EndpointResolver:
         row = self._apps.get_version(app.id, version or "published")
         return Endpoint(app, row.id, self._apps.compiled(row))
 
-    def _forget(self, _change: Change) -> None:
-        """Drop everything cached: something was published, renamed, deleted or revoked
-        (which entries depend on a change is not worth working out: it is rare)."""
+    def _forget(self, change: Change) -> None:
+        """Drop everything cached when an app is renamed, deleted or published, or a key
+        revoked (which entries depend on it is not worth working out: it is rare). What is
+        created needs nothing: unknown apps, versions and keys are never cached."""
+        if change.action == "created":
+            return
         self._app_rows.clear()
         self._endpoints.clear()
         self._verified.clear()

@@ -34,7 +34,7 @@ def key_hash(plaintext: str) -> str:
 class KeyService:
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
-        self.changes = Changes()  # key changes: revoked
+        self.changes = Changes()  # keys created and revoked
 
     def create(self, app_id: str, name: str) -> tuple[ApiKey, str]:
         """A new key for the app: the row, and the plaintext, which is never stored."""
@@ -50,6 +50,7 @@ class KeyService:
         with session(self._engine) as db:
             KeyRepository(db).add(key)
             db.commit()
+        self.changes.announce(Change("key", "created", key.id))
         return key, plaintext
 
     def list(self, app_id: str) -> builtins.list[ApiKey]:
