@@ -345,3 +345,34 @@ def test_the_sweep_resumes_a_run_whose_answering_server_stopped(server: LiveServ
     continuation = api.wait_for_run(done["resumed_run_id"])
     assert continuation["outputs"] == {"text": "v2", "rounds": 1}
     assert continuation["parent_run_id"] == paused["run_id"]
+
+
+def test_a_debug_run_of_an_unsaved_flow_resumes_with_the_flow_the_editor_sends(
+    server: LiveServer,
+) -> None:
+    api = server.api
+    flow = map_flow()
+    debug = api.http.post(
+        "/api/v1/runs/debug", json={"flow": flow, "inputs": {"drafts": ["x"]}, "stream": False}
+    )
+    assert debug.status_code == 200, debug.text
+    paused = debug.json()
+    assert paused["status"] == "waiting", paused
+    listed = api.http.get("/api/v1/human/requests", params={"run_id": paused["run_id"]}).json()
+    [request] = listed["items"]  # the debug panel asks for its run's requests
+    assert request["node"] == "check/each[0]/approve"
+    url = f"/api/v1/human/requests/{request['id']}/answer"
+
+    unsent = api.http.post(url, json={"values": {}, "choice": "approve"})
+    assert unsent.status_code == 409
+    assert unsent.json()["error"]["code"] == "not_resumable"
+    assert waiting_requests(api, paused["run_id"]) == [request]  # still waiting: not claimed
+
+    # The canvas changed meanwhile: the continuation runs it as it is now.
+    flow["nodes"][2]["config"]["template"] = "verdicts: {{ v | join(', ') }}"
+    answered = api.http.post(url, json={"values": {}, "choice": "approve", "flow": flow})
+    assert answered.status_code == 202, answered.text
+    resumed = api.wait_for_run(answered.json()["run_id"])
+    assert resumed["status"] == "succeeded", resumed
+    assert resumed["outputs"] == {"verdicts": "verdicts: ok -"}
+    assert statuses(resumed)["check/each[0]/prep"] == "reused"

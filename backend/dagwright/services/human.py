@@ -31,6 +31,7 @@ from sqlmodel import Session
 
 from dagwright.errors import ConflictError, InputError
 from dagwright.runtime.executor import ReusedOutput
+from dagwright.runtime.plan import CompiledFlow
 from dagwright.services.apps import AppService
 from dagwright.services.runs.recorder import LiveRun
 from dagwright.services.runs.service import RunService
@@ -150,10 +151,10 @@ class HumanService:
     # -- reading ------------------------------------------------------------------------------
 
     def requests(
-        self, status: str | None = "waiting", app_id: str | None = None
+        self, status: str | None = "waiting", app_id: str | None = None, run_id: str | None = None
     ) -> list[HumanRequest]:
         with Session(self.engine) as db:
-            return HumanRequestRepository(db).listing(status, app_id)
+            return HumanRequestRepository(db).listing(status, app_id, run_id)
 
     def get(self, request_id: str) -> HumanRequest:
         with Session(self.engine) as db:
@@ -171,32 +172,44 @@ class HumanService:
             db.commit()
             return claimed
 
-    def _run_status(self, run_id: str) -> str | None:
+    def _run_state(self, run_id: str) -> tuple[str, str | None]:
         with Session(self.engine) as db:
-            return HumanRequestRepository(db).run_status(run_id)
+            return HumanRequestRepository(db).run_state(run_id) or ("deleted", None)
 
     async def answer(
-        self, request_id: str, answer: dict[str, Any], choice: str | None = None
+        self,
+        request_id: str,
+        answer: dict[str, Any],
+        choice: str | None = None,
+        draft: CompiledFlow | None = None,
     ) -> Answered:
         """Answer a waiting request, and resume its run unless it waits for other answers.
-        ConflictError when it was answered (or timed out) already, or its run ended without
-        waiting (another node failed meanwhile); InputError for an answer that does not fit
-        the form."""
+        A run of an unsaved flow (the editor's debug run) resumes with `draft`, the flow as
+        it is on the canvas now, as a debug re-run does. ConflictError when it was answered
+        (or timed out) already, its run ended without waiting (another node failed
+        meanwhile), or it needs a draft and has none; InputError for an answer that does not
+        fit the form."""
         request = await asyncio.to_thread(self.get, request_id)
         if request.status != "waiting":
             raise ConflictError(f"this request is {request.status} already", "human_answered")
         check_answer(request.form, answer, choice)
-        run_status = await asyncio.to_thread(self._run_status, request.run_id)
+        run_status, version_id = await asyncio.to_thread(self._run_state, request.run_id)
         if run_status not in RESUMABLE:
             raise ConflictError(
                 f"run {request.run_id} is {run_status}: there is nothing to resume",
+                "not_resumable",
+            )
+        if version_id is None and draft is None:
+            raise ConflictError(
+                "this run is of an unsaved flow: answer it from the editor's debug panel, "
+                "which sends the flow to go on with",
                 "not_resumable",
             )
         branch = choice or ANSWERED_BRANCH
         values = _filled(request.form, answer)
         if not await asyncio.to_thread(self._claim, request.id, "answered", values, branch):
             raise ConflictError("this request was answered a moment ago", "human_answered")
-        return await self._resume_if_ready(request.run_id, request.node)
+        return await self._resume_if_ready(request.run_id, request.node, draft)
 
     def _waiting_count(self, run_id: str) -> int:
         with Session(self.engine) as db:
@@ -209,25 +222,38 @@ class HumanService:
             db.commit()
             return claimed
 
-    async def _resume_if_ready(self, run_id: str, node: str) -> Answered:
+    async def _resume_if_ready(
+        self, run_id: str, node: str, draft: CompiledFlow | None = None
+    ) -> Answered:
         """Start the continuation of `run_id` if none of its requests still waits and this
-        caller claims the run; `node` (the request just settled) is where its trace hangs."""
+        caller claims the run; `node` (the request just settled) is where its trace hangs.
+        A run of an unsaved flow goes on only with a `draft` (the timeout of one settles
+        its request and leaves the run waiting for the editor)."""
         waiting_for = await asyncio.to_thread(self._waiting_count, run_id)
-        if waiting_for or not await asyncio.to_thread(self._claim_run, run_id):
+        if waiting_for:
             return Answered(run_id, None, waiting_for)
-        live = await self._resume(run_id, node)
+        _, version_id = await asyncio.to_thread(self._run_state, run_id)
+        if version_id is None and draft is None:
+            return Answered(run_id, None, 0)
+        if not await asyncio.to_thread(self._claim_run, run_id):
+            return Answered(run_id, None, 0)
+        live = await self._resume(run_id, node, draft)
         return Answered(run_id, live.run_id, 0)
 
     def _answers(self, run_id: str) -> list[HumanRequest]:
         with Session(self.engine) as db:
             return HumanRequestRepository(db).settled(run_id)
 
-    async def _resume(self, run_id: str, node: str) -> LiveRun:
+    async def _resume(self, run_id: str, node: str, draft: CompiledFlow | None) -> LiveRun:
         waiting = await asyncio.to_thread(self.runs.get, run_id)
-        if waiting.app_id is None or waiting.version_id is None:
-            raise ConflictError("only runs of a saved app version can be resumed", "not_resumable")
-        version = await asyncio.to_thread(self.apps.get_version, waiting.app_id, waiting.version_id)
-        plan = await asyncio.to_thread(self.apps.compiled, version)
+        if waiting.app_id is not None and waiting.version_id is not None:
+            version = await asyncio.to_thread(
+                self.apps.get_version, waiting.app_id, waiting.version_id
+            )
+            plan = await asyncio.to_thread(self.apps.compiled, version)
+        else:
+            assert draft is not None  # _resume_if_ready resumes no unsaved flow without one
+            plan = draft
         # Every node that finished, nested ones too (`loop[0]/check`): a map or repeat that
         # paused runs again, and each of its iterations passes on what it had done.
         reuse = {

@@ -36,13 +36,17 @@ class HumanRequestRepository:
             raise NotFoundError("this link is not valid")
         return found
 
-    def listing(self, status: str | None, app_id: str | None) -> list[HumanRequest]:
+    def listing(
+        self, status: str | None, app_id: str | None, run_id: str | None
+    ) -> list[HumanRequest]:
         """Oldest first."""
         query = select(HumanRequest).order_by(col(HumanRequest.created_at))
         if status is not None:
             query = query.where(HumanRequest.status == status)
         if app_id is not None:
             query = query.where(HumanRequest.app_id == app_id)
+        if run_id is not None:
+            query = query.where(HumanRequest.run_id == run_id)
         return list(self._db.exec(query).all())
 
     def claim(self, request_id: str, status: str, answer: dict[str, Any], choice: str) -> bool:
@@ -88,8 +92,10 @@ class HumanRequestRepository:
     def app_of_run(self, run_id: str) -> str | None:
         return self._db.exec(select(Run.app_id).where(Run.id == run_id)).first()
 
-    def run_status(self, run_id: str) -> str | None:
-        return self._db.exec(select(Run.status).where(Run.id == run_id)).first()
+    def run_state(self, run_id: str) -> tuple[str, str | None] | None:
+        """The run's status and version (None: a run of an unsaved flow)."""
+        found = self._db.exec(select(Run.status, Run.version_id).where(Run.id == run_id)).first()
+        return None if found is None else (found[0], found[1])
 
     def claim_run(self, run_id: str) -> bool:
         """Moves the paused run from waiting to resumed; False when it is not waiting (it
@@ -102,14 +108,15 @@ class HumanRequestRepository:
         return bool(done.rowcount == 1)
 
     def unresumed(self, settled_before: datetime) -> list[tuple[str, str]]:
-        """(run, node) of waiting runs whose requests were all settled before
-        `settled_before`: none waits, and none was answered since."""
+        """(run, node) of waiting runs of saved versions whose requests were all settled
+        before `settled_before`: none waits, and none was answered since."""
         pending = aliased(HumanRequest)
         query = (
             select(col(HumanRequest.run_id), col(HumanRequest.node))
             .join(Run, col(Run.id) == col(HumanRequest.run_id))
             .where(
                 col(Run.status) == "waiting",
+                col(Run.version_id).is_not(None),  # an unsaved flow resumes from the editor
                 col(HumanRequest.status) != "waiting",
                 ~exists().where(
                     col(pending.run_id) == col(HumanRequest.run_id),

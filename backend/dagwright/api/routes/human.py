@@ -3,13 +3,15 @@ token, or by whoever holds a request's signed link."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from dagwright.api.routes.access import Admin
+from dagwright.api.state import Services, services
+from dagwright.services import editor
 from dagwright.services.human import Answered, HumanService
 from dagwright.store.human_models import HumanRequest
 
@@ -26,6 +28,14 @@ class AnswerIn(BaseModel):
 
     values: dict[str, Any] = Field(default_factory=dict, description="Field name -> value.")
     choice: str | None = Field(None, description="One of the form's choices (its branch).")
+
+
+class AdminAnswerIn(AnswerIn):
+    flow: dict[str, Any] | None = Field(
+        None,
+        description="For a debug run of an unsaved flow: the flow to go on with (the "
+        "editor's canvas), as a debug re-run takes it. Ignored for a saved version's run.",
+    )
 
 
 def request_body(found: HumanRequest, *, with_link: bool) -> dict[str, Any]:
@@ -52,11 +62,14 @@ def _answered(done: Answered) -> JSONResponse:
 
 @router.get("/requests", dependencies=[Admin])
 async def list_requests(
-    request: Request, status: str | None = "waiting", app_id: str | None = None
+    request: Request,
+    status: str | None = "waiting",
+    app_id: str | None = None,
+    run_id: str | None = None,
 ) -> dict[str, Any]:
     """Requests, oldest first: by default those still waiting (the "waiting for you" list);
-    `status=answered`, `expired`, or empty for all."""
-    found = _service(request).requests(status or None, app_id)
+    `status=answered`, `expired`, or empty for all; `run_id`: one run's (the debug panel's)."""
+    found = _service(request).requests(status or None, app_id, run_id)
     return {"items": [request_body(r, with_link=True) for r in found]}
 
 
@@ -66,11 +79,17 @@ async def get_request(request_id: str, request: Request) -> dict[str, Any]:
 
 
 @router.post("/requests/{request_id}/answer", dependencies=[Admin], response_model=None)
-async def answer_request(request_id: str, body: AnswerIn, request: Request) -> JSONResponse:
+async def answer_request(
+    request_id: str,
+    body: AdminAnswerIn,
+    request: Request,
+    s: Annotated[Services, Depends(services)],
+) -> JSONResponse:
     """Answer and resume the run: 202 with the continuing run's id (null while the run still
     waits for other answers). 409 when the request was answered (or timed out) already or
     its run ended otherwise; 422 for values that do not fit the form."""
-    return _answered(await _service(request).answer(request_id, body.values, body.choice))
+    draft = None if body.flow is None else editor.compile_unsaved(body.flow, s.registry, s.apps)
+    return _answered(await _service(request).answer(request_id, body.values, body.choice, draft))
 
 
 @router.get("/links/{token}")
