@@ -8,6 +8,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from pathlib import Path
 
+import httpx
 import pytest
 from pydantic import ValidationError
 from sqlalchemy import Engine, create_engine, text
@@ -73,6 +74,34 @@ def test_a_queued_run_cancelled_before_a_worker_takes_it(server: LiveServer) -> 
     assert queue(server, "patient", key)[0] == 202
     again = server.api.http.post(f"/api/v1/runs/{run_id}/cancel")
     assert error_of(again, 409)["code"] == "run_finished"
+
+
+def test_a_webhook_queues_its_run_behind_interactive_work(server: LiveServer) -> None:
+    server.api.published_app("hooked", echo_flow())
+    created = server.api.http.post(
+        "/api/v1/apps/hooked/triggers", json={"kind": "webhook", "name": "in"}
+    ).json()
+    answer = httpx.post(server.base_url + created["url"], json={"question": "from a hook"})
+    assert answer.status_code == 202, answer.text
+    run = server.api.get_run(answer.json()["run_id"])
+    assert run["status"] == "queued"
+    assert run["mode"] == "webhook"
+    assert run["inputs"] == {"question": "from a hook"}
+    url = server.settings.database_url
+    assert url is not None
+    engine = create_engine(url, poolclass=NullPool)
+    try:
+        with engine.connect() as conn:
+            job = conn.execute(
+                text(
+                    "SELECT j.priority, j.args->>'run_id' FROM procrastinate_jobs j "
+                    "JOIN runs r ON r.job_id = j.id WHERE r.id = :run"
+                ),
+                {"run": run["id"]},
+            ).one()
+    finally:
+        engine.dispose()
+    assert tuple(job) == (int(Priority.SCHEDULED), run["id"])
 
 
 def jobs_in_order(engine: Engine) -> list[str]:

@@ -72,7 +72,7 @@ async def serving(app: FastAPI, settings: ServerSettings) -> AsyncIterator[None]
         queue = process.run_queue()  # None unless queue mode (docs/deploy.md)
         tqa = process.tqa()
         # Cron schedules and webhooks (routes/triggers.py); every replica schedules, one fires.
-        app.state.triggers = TriggerService(engine, apps, runs, secrets)
+        app.state.triggers = TriggerService(engine, apps, runs, secrets, queue=queue)
         app.state.triggers.start()
         stack.push_async_callback(app.state.triggers.close)  # before the runs close (LIFO)
         # Runs paused at human_input nodes (routes/human.py); timeouts swept by every replica.

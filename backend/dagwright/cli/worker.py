@@ -41,6 +41,8 @@ def worker(
     logging.basicConfig(
         level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    # Procrastinate logs every job's start and end at INFO: a line per run is noise here.
+    logging.getLogger("procrastinate").setLevel(logging.WARNING)
     typer.echo(f"dagwright worker {settings.replica}: {settings.worker_concurrency} runs at once")
     try:
         asyncio.run(_work(settings))

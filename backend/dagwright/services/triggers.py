@@ -30,6 +30,8 @@ from sqlalchemy import Engine
 from dagwright.errors import AuthError, DagwrightError, InputError, NotFoundError
 from dagwright.secrets import Secrets, check_secret_name
 from dagwright.services.apps import AppService
+from dagwright.services.queue.jobs import Priority
+from dagwright.services.queue.submit import RunQueue
 from dagwright.services.runs.service import RunService
 from dagwright.store.db import session
 from dagwright.store.models import utcnow
@@ -143,12 +145,15 @@ class TriggerService:
         secrets: Secrets,
         *,
         poll: float = POLL,
+        queue: RunQueue | None = None,
     ) -> None:
         self.engine = engine
         self.apps = apps
         self.runs = runs
         self.secrets = secrets
         self.poll = poll
+        # Queue mode (services/queue): a firing queues its run for a worker.
+        self.queue = queue
         self._task: asyncio.Task[None] | None = None
 
     # -- managing ---------------------------------------------------------------------------
@@ -250,10 +255,20 @@ class TriggerService:
         try:
             version = await asyncio.to_thread(self.apps.get_version, trigger.app_id, "published")
             plan = await asyncio.to_thread(self.apps.compiled, version)
-            live = await self.runs.start(
-                plan, inputs, app_id=trigger.app_id, version_id=version.id, mode=trigger.kind
-            )
-            run_id = live.run_id
+            if self.queue is not None:
+                run_id = await self.queue.submit(
+                    plan,
+                    inputs,
+                    app_id=trigger.app_id,
+                    version_id=version.id,
+                    mode=trigger.kind,
+                    priority=Priority.SCHEDULED,
+                )
+            else:
+                live = await self.runs.start(
+                    plan, inputs, app_id=trigger.app_id, version_id=version.id, mode=trigger.kind
+                )
+                run_id = live.run_id
         except DagwrightError as exc:
             error = f"{exc.code}: {exc.message}"
         await asyncio.to_thread(self._settle, firing.id, run_id, error)
