@@ -49,6 +49,13 @@ def test_a_bad_window_is_refused_naming_its_field(
     assert [p["field"] for p in error["problems"]] == [f"query.{field}"]
 
 
+@pytest.mark.parametrize(("field", "value"), [b for b in BAD if b[0] == "limit"])
+def test_a_cursor_listing_has_the_same_limit(api: Api, field: str, value: object) -> None:
+    # Examples page by Qdrant's cursor (next_offset), not by an offset: only the limit applies.
+    response = api.http.get("/api/v1/namespaces/some-namespace/examples", params={field: value})
+    assert [p["field"] for p in error_of(response, 422)["problems"]] == ["query.limit"]
+
+
 @pytest.mark.parametrize("path", LISTINGS)
 def test_the_bounds_themselves_pass(api: Api, path: str) -> None:
     response = api.http.get(path, params={"offset": MAX_OFFSET, "limit": MAX_LIMIT})

@@ -9,8 +9,9 @@ from pydantic import BaseModel, Field
 
 from dagwright.api.routes.access import Admin
 from dagwright.api.state import Services, services
-from dagwright.embedding.service import MAX_K, MAX_PAGE, Hit, Namespace
+from dagwright.embedding.service import MAX_K, Hit, Namespace
 from dagwright.errors import NotFoundError
+from dagwright.store.paging import MAX_LIMIT
 
 router = APIRouter(prefix="/api/v1", tags=["examples"], dependencies=[Admin])
 Deps = Annotated[Services, Depends(services)]
@@ -108,7 +109,7 @@ def list_examples(
     ns: str,
     s: Deps,
     offset: Annotated[str | None, Query(description="next_offset of the previous page")] = None,
-    limit: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 100,
+    limit: Annotated[int, Query(ge=1, le=MAX_LIMIT, description="Items per page.")] = 100,
 ) -> Any:
     page = s.examples.list(ns, offset, limit)
     items = [ExampleOut(id=item.id, payload=item.payload) for item in page.items]
