@@ -30,10 +30,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from dagwright.store.tqa.tools import Tool
 from dagwright.tqa.agents import AgentCaller, AgentReply, normal_usage
 from dagwright.tqa.conversation import AskRequest
 from dagwright.tqa.orchestrator import Orchestrator
+from dagwright.tqa.tools import Tool
 
 TARGET_MS_PER_ROUND = 5.0
 SCRIPT = Path(__file__).resolve().parents[1] / "tests" / "support" / "tqa_script.yaml"
@@ -90,18 +90,14 @@ async def overhead(rounds: int, store: Any) -> float:
 
 def part_a(rounds: int) -> None:
     from dagwright.store.db import make_engine, migrate
-    from dagwright.store.tqa.conversations import ConversationRepository
-    from dagwright.tqa.recording import ConversationRecorder
+    from dagwright.tqa.recording import ConversationStore
 
     print(f"(a) orchestrator alone, zero-latency agents, {rounds} rounds (FSM), 5 repeats")
     memory = [asyncio.run(overhead(rounds, None)) for _ in range(5)]
     with tempfile.TemporaryDirectory() as folder:
         engine = make_engine(f"sqlite:///{folder}/bench.db")
         migrate(engine)
-        recorded = [
-            asyncio.run(overhead(rounds, ConversationRecorder(ConversationRepository(engine))))
-            for _ in range(5)
-        ]
+        recorded = [asyncio.run(overhead(rounds, ConversationStore(engine))) for _ in range(5)]
         engine.dispose()
     for label, values in (("in memory", memory), ("recorded (SQLite)", recorded)):
         median = statistics.median(values)

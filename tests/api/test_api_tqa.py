@@ -329,10 +329,10 @@ def test_autotqa_is_publishable_as_an_app(api: Api) -> None:
 
 
 async def test_agents_called_by_url_with_api_keys(api: Api) -> None:
-    from dagwright.store.tqa.tools import Tool
     from dagwright.tqa.agents import HttpAgentCaller
     from dagwright.tqa.conversation import AskRequest
     from dagwright.tqa.orchestrator import Orchestrator
+    from dagwright.tqa.tools import Tool
 
     api.http.post("/api/v1/tqa/publish", json={})
     slugs = ["autotqa-planner", "autotqa-engineer", "autotqa-critic", "autotqa-executor"]

@@ -27,11 +27,11 @@ def test_install_publishes_the_methods_once_and_registers_the_tools(
     assert all(line.endswith("v1 unchanged") for line in again.stdout.splitlines())
 
     from dagwright.store.db import database_url, make_engine
-    from dagwright.store.tqa.tools import ToolRepository
+    from dagwright.tqa.tools import ToolRegistry
 
     engine = make_engine(database_url(tmp_path))
     try:
-        tools = {tool.name: tool.app for tool in ToolRepository(engine).list()}
+        tools = {tool.name: tool.app for tool in ToolRegistry(engine).list()}
     finally:
         engine.dispose()
     assert tools["mac_sql"] == "mac-sql-spider"

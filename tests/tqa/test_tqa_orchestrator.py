@@ -14,7 +14,6 @@ import pytest
 from dagwright.errors import DagwrightError
 from dagwright.secrets import EnvSecrets
 from dagwright.services.data_sources import demo_sources, engine_over, fixed_sources
-from dagwright.store.tqa.tools import Tool
 from dagwright.tabular import TableAccess
 from dagwright.tqa.agents import AgentCaller, AgentCallError, AgentReply, normal_usage
 from dagwright.tqa.conversation import AskRequest, Conversation, Turn
@@ -23,6 +22,7 @@ from dagwright.tqa.hints import empty_result_hints, error_hints
 from dagwright.tqa.knowledge import Knowledge, KnowledgeSource
 from dagwright.tqa.orchestrator import Orchestrator
 from dagwright.tqa.ports import ExecutorInputs, ToolContext, ToolEntry, ToolRequest
+from dagwright.tqa.tools import Tool
 
 Agent = Callable[[Mapping[str, Any]], dict[str, Any]]
 TOOLS = [

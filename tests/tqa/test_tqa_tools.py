@@ -11,10 +11,10 @@ import pytest
 from sqlalchemy import Engine, text
 
 from dagwright.store.db import migrate
-from dagwright.store.tqa.tools import ToolError, ToolRepository
 from dagwright.tqa.executor import choose_tool
 from dagwright.tqa.failures import ToolChoiceError
 from dagwright.tqa.ports import ExecutorInputs, ToolContext, ToolEntry, ToolRequest
+from dagwright.tqa.tools import ToolError, ToolRegistry
 from support.database import DATABASES, fresh_engine
 
 CONTEXT = ToolContext(question="Bonus of Tom?", hints="- h", feedback="f", sources=["hr"])
@@ -59,7 +59,7 @@ def engine(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Engine]:
 
 def test_tools_keep_their_role(engine: Engine) -> None:
     migrate(engine)
-    tools = ToolRepository(engine)
+    tools = ToolRegistry(engine)
     tools.put("sql", "mac-sql-bird", "MAC-SQL", "text_to_sql")
     assert tools.get("sql").role == "text_to_sql"
     tools.put("sql", "mac-sql-bird", "MAC-SQL", None)
@@ -86,7 +86,7 @@ def test_tools_registered_before_roles_keep_what_their_app_gave_them(engine: Eng
                 {"name": name, "app": app, "now": now},
             )
     migrate(engine)
-    roles = {tool.name: tool.role for tool in ToolRepository(engine).list()}
+    roles = {tool.name: tool.role for tool in ToolRegistry(engine).list()}
     assert roles == {
         "mac_sql": "question",
         "mine": None,

@@ -11,7 +11,7 @@ from typing import Any
 
 from dagwright.errors import ConflictError, NotFoundError
 from dagwright.services.apps import AppService
-from dagwright.store.tqa.tools import ToolRepository
+from dagwright.tqa.tools import ToolRegistry
 
 # backend/dagwright/methods/publish.py -> the repository's flows/methods (a checkout).
 FLOWS_DIR = Path(__file__).resolve().parents[3] / "flows" / "methods"
@@ -52,7 +52,7 @@ def load_method_flow(file: str, flows_dir: Path = FLOWS_DIR) -> dict[str, Any]:
 
 
 def publish_methods(
-    apps: AppService, tools: ToolRepository | None = None, *, flows_dir: Path = FLOWS_DIR
+    apps: AppService, tools: ToolRegistry | None = None, *, flows_dir: Path = FLOWS_DIR
 ) -> list[dict[str, Any]]:
     """Create or update and publish every method app; with `tools`, register the AutoTQA
     tools (an existing tool of the same name is left as it is). Returns {app, version,

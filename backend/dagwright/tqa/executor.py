@@ -3,7 +3,7 @@ and the inputs to call it with. The Executor is a published flow (flows/autotqa/
 the `autotqa_execute` block) that makes this choice and calls the app; this module is the
 choice alone, so the block and the tests share it.
 
-What a tool takes from the conversation is declared by its **role** (tqa/tools.py), stored
+What a tool takes from the conversation is declared by its **role** (tqa/roles.py), stored
 with the tool, never inferred from the app it runs: any app can play the text-to-SQL tool."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 from dagwright.tqa.failures import ToolChoiceError
 from dagwright.tqa.ports import ToolContext, ToolEntry, ToolRequest
-from dagwright.tqa.tools import tool_role
+from dagwright.tqa.roles import tool_role
 
 # Context inputs the Engineer's request cannot override: the dataset's sources limit what the
 # tools see, whatever the model asks for.

@@ -1,6 +1,6 @@
 """Exception handling and retry (AutoTQA section 4.4): when the Executor returns an error or
 an empty result, the Engineer gets "common knowledge" — hints stored per dataset (written by
-hand, or learned from earlier retries: tqa/learning.py; kept by store/tqa/hints.py, editable
+hand, or learned from earlier retries: tqa/learning.py; kept by store/tqa_hints.py, editable
 through the API, the CLI and the editor) and hints checked against the data for this very
 query:
 
@@ -13,9 +13,16 @@ query:
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from dataclasses import dataclass
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
 
-from dagwright.errors import DagwrightError
+from sqlalchemy import Engine
+
+from dagwright.errors import DagwrightError, InputError
+from dagwright.store.db import session
+from dagwright.store.models import TqaHint, utcnow
+from dagwright.store.tqa_hints import HintRepository
 
 if TYPE_CHECKING:
     from dagwright.data.engine import QueryEngine
@@ -25,6 +32,139 @@ GENERAL_HINTS = (
     "lower() on both sides).",
     "An empty result may mean a wrong filter value, not an empty answer.",
 )
+
+
+class HintError(InputError):
+    code = "invalid_hint"
+
+
+STATUSES = ("confirmed", "candidate", "dropped")
+
+
+@dataclass(slots=True)
+class Hint:
+    id: str
+    dataset: str
+    text: str
+    status: str  # confirmed | candidate (learned, unreviewed) | dropped
+    source: str  # manual | learned
+    question: str | None
+    conversation_id: str | None
+    details: dict[str, Any] | None
+    created_at: datetime
+    updated_at: datetime
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "dataset": self.dataset,
+            "text": self.text,
+            "status": self.status,
+            "source": self.source,
+            "question": self.question,
+            "conversation_id": self.conversation_id,
+            "details": self.details,
+            "created_at": self.created_at.isoformat(),
+            "updated_at": self.updated_at.isoformat(),
+        }
+
+
+def _hint(row: TqaHint) -> Hint:
+    return Hint(
+        row.id,
+        row.dataset,
+        row.text,
+        row.status,
+        row.source,
+        row.question,
+        row.conversation_id,
+        row.details,
+        row.created_at,
+        row.updated_at,
+    )
+
+
+def _check(dataset: str, text: str) -> None:
+    if not re.fullmatch(r"[A-Za-z0-9_.-]{1,64}", dataset):
+        raise HintError(f"dataset {dataset!r}: 1-64 letters, digits, '_', '.' or '-'")
+    if not text.strip() or len(text) > 4000:
+        raise HintError("a hint is 1 to 4000 characters")
+
+
+class HintStore:
+    """Hints per dataset, kept by store/tqa_hints.py: written by hand (confirmed at once) or
+    learned from a conversation's successful retry (candidates until an operator confirms
+    them)."""
+
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    def list(self, dataset: str | None = None, status: str | None = None) -> list[Hint]:
+        with session(self._engine) as db:
+            return [_hint(row) for row in HintRepository(db).all(dataset, status)]
+
+    def add(self, dataset: str, text: str) -> Hint:
+        _check(dataset, text)
+        row = TqaHint(dataset=dataset, text=text.strip())
+        with session(self._engine) as db:
+            HintRepository(db).add(row)
+            db.commit()
+            return _hint(row)
+
+    def learn(
+        self,
+        dataset: str,
+        text: str,
+        *,
+        question: str,
+        conversation_id: str,
+        details: dict[str, Any],
+    ) -> Hint | None:
+        """Records a candidate hint; None when the dataset already has this text (in any
+        status: a dropped lesson is not learned again)."""
+        text = text[:4000]
+        _check(dataset, text)
+        with session(self._engine) as db:
+            hints = HintRepository(db)
+            if hints.with_text(dataset, text) is not None:
+                return None
+            row = TqaHint(
+                dataset=dataset,
+                text=text,
+                status="candidate",
+                source="learned",
+                question=question,
+                conversation_id=conversation_id,
+                details=details,
+            )
+            hints.add(row)
+            db.commit()
+            return _hint(row)
+
+    def update(self, hint_id: str, text: str | None = None, status: str | None = None) -> Hint:
+        """Edits the text and/or the status (confirm a candidate, drop it, restore it)."""
+        if status is not None and status not in STATUSES:
+            raise HintError(f"a hint's status is one of {', '.join(STATUSES)}, not {status!r}")
+        with session(self._engine) as db:
+            row = HintRepository(db).find(hint_id)
+            if text is not None:
+                _check(row.dataset, text)
+                row.text = text.strip()
+            if status is not None:
+                row.status = status
+            row.updated_at = utcnow()
+            db.add(row)
+            db.commit()
+            return _hint(row)
+
+    def delete(self, hint_id: str) -> None:
+        with session(self._engine) as db:
+            hints = HintRepository(db)
+            hints.delete(hints.find(hint_id))
+            db.commit()
+
+
+# -- hints checked against the data ------------------------------------------------------------
 
 
 def _tables_and_filters(sql: str) -> tuple[dict[str, str], list[tuple[str | None, str, str]]]:

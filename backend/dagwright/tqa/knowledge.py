@@ -11,25 +11,17 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from dagwright.tqa.learning import lessons, similar
+from dagwright.tqa.profiles import EXAMPLE_ROLES
 
 if TYPE_CHECKING:
     from dagwright.embedding.embedder import Embedder
     from dagwright.embedding.service import ExampleStore
-    from dagwright.store.tqa.hints import HintRepository
-    from dagwright.store.tqa.profiles import ProfileRepository
     from dagwright.tqa.conversation import AskRequest, Conversation
+    from dagwright.tqa.hints import HintStore
+    from dagwright.tqa.profiles import ProfileStore
 
 # The embedder that compares a question with the questions learned hints came from.
 HINT_EMBEDDER = "hashing"
-# Who reads examples, and what one example of theirs holds (its payload fields): the roles a
-# TQA dataset names an example namespace for.
-EXAMPLE_ROLES = {
-    "planner": ("question", "plan"),
-    "engineer": ("question", "report"),
-    "critic": ("answer", "verdict"),
-    "text_to_sql": ("question", "sql"),
-    "python": ("task", "code"),
-}
 
 
 @dataclass(slots=True)
@@ -72,12 +64,12 @@ def _render(role: str, payload: dict[str, Any]) -> str:
 
 
 class StoredKnowledge(KnowledgeSource):
-    """From the TQA profiles, the hints and the example store of this process."""
+    """From the TQA profiles, the hint store and the example store of this process."""
 
     def __init__(
         self,
-        profiles: ProfileRepository,
-        hints: HintRepository,
+        profiles: ProfileStore,
+        hints: HintStore,
         examples: ExampleStore | None,
         embedder: Embedder | None = None,
     ) -> None:

@@ -16,8 +16,8 @@ from dagwright.tqa.hints import GENERAL_HINTS, _tables_and_filters
 
 if TYPE_CHECKING:
     from dagwright.embedding.embedder import Embedder
-    from dagwright.store.tqa.hints import Hint
     from dagwright.tqa.conversation import Conversation, ToolCall
+    from dagwright.tqa.hints import Hint
 
 # A learned hint is given when its question is at least this similar to the new one (cosine
 # of the embeddings; with the default lexical embedder, sharing most words).

@@ -55,13 +55,13 @@ from dagwright.tqa.failures import (
 from dagwright.tqa.hints import GENERAL_HINTS, empty_result_hints, error_hints
 from dagwright.tqa.knowledge import KnowledgeSource
 from dagwright.tqa.ports import ExecutorOutputs, ToolContext, ToolEntry, ToolRequest, ToolResult
+from dagwright.tqa.roles import tool_role
 from dagwright.tqa.schedulers import TERMINATE, make_scheduler, terminated, wants_tool
-from dagwright.tqa.tools import tool_role
 
 if TYPE_CHECKING:
-    from dagwright.store.tqa.tools import Tool
     from dagwright.tabular import TableAccess
-    from dagwright.tqa.recording import ConversationRecorder
+    from dagwright.tqa.recording import ConversationStore
+    from dagwright.tqa.tools import Tool
 
 TurnCallback = Callable[[Turn], Awaitable[None] | None]
 EXECUTOR_APP = "autotqa-executor"
@@ -134,7 +134,7 @@ class Orchestrator:
         tools: Callable[[], Sequence[Tool]],
         knowledge: KnowledgeSource | None = None,
         tables: TableAccess | None = None,
-        store: ConversationRecorder | None = None,
+        store: ConversationStore | None = None,
     ) -> None:
         self.caller = caller
         self._tools = tools

@@ -15,8 +15,7 @@ from typing import Any
 
 from dagwright.errors import ConflictError, NotFoundError
 from dagwright.services.apps import AppService
-from dagwright.store.tqa.tools import ToolRepository
-from dagwright.tqa.tools import BUILTIN_TOOLS
+from dagwright.tqa.tools import BUILTIN_TOOLS, ToolRegistry
 
 # backend/dagwright/tqa/publish.py -> the repository's flows/autotqa (a checkout).
 FLOWS_DIR = Path(__file__).resolve().parents[3] / "flows" / "autotqa"
@@ -39,7 +38,7 @@ def load_flow(file: str, flows_dir: Path = FLOWS_DIR) -> dict[str, Any]:
 
 def publish_agents(
     apps: AppService,
-    tools: ToolRepository,
+    tools: ToolRegistry,
     *,
     flows_dir: Path = FLOWS_DIR,
 ) -> list[dict[str, Any]]:

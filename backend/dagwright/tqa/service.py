@@ -1,9 +1,7 @@
 """The AutoTQA service: the orchestrator wired to this process's apps, runs, data, TQA
 profiles, hints, examples and tools; conversations run in the foreground (sync, streamed) or
 in the background (polled). The AutoTQA apps are published lazily, on the first question (or
-by `dagwright tqa publish`). The records are the repositories of store/tqa, exposed as they
-are (`hints`, `profiles`, `tools`, `conversations`); what needs AutoTQA's knowledge to be
-checked — the roles of example namespaces and of tools — is checked here."""
+by `dagwright tqa publish`)."""
 
 from __future__ import annotations
 
@@ -11,23 +9,16 @@ import asyncio
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from dagwright.store.tqa.conversations import ConversationRepository
-from dagwright.store.tqa.hints import HintRepository
-from dagwright.store.tqa.profiles import (
-    Profile,
-    ProfileError,
-    ProfileRepository,
-    check_settings,
-)
-from dagwright.store.tqa.tools import Tool, ToolError, ToolRepository
 from dagwright.tqa.access import TqaAccess
 from dagwright.tqa.agents import AgentCaller, InProcessAgentCaller
 from dagwright.tqa.conversation import AskRequest, Conversation
-from dagwright.tqa.knowledge import EXAMPLE_ROLES, StoredKnowledge
+from dagwright.tqa.hints import HintStore
+from dagwright.tqa.knowledge import StoredKnowledge
 from dagwright.tqa.orchestrator import Orchestrator, TurnCallback
+from dagwright.tqa.profiles import Profile, ProfileError, ProfileStore, check_settings
 from dagwright.tqa.publish import publish_agents
-from dagwright.tqa.recording import ConversationRecorder
-from dagwright.tqa.tools import TOOL_ROLES
+from dagwright.tqa.recording import ConversationStore
+from dagwright.tqa.tools import Tool, ToolRegistry
 
 if TYPE_CHECKING:
     from sqlalchemy import Engine
@@ -49,17 +40,17 @@ class TqaService(TqaAccess):
         examples: ExampleStore | None = None,
     ) -> None:
         self.apps = apps
-        self.hints = HintRepository(engine)
-        self.profiles = ProfileRepository(engine)
-        self.tools = ToolRepository(engine)
-        self.conversations = ConversationRepository(engine)
+        self.hints = HintStore(engine)
+        self.profiles = ProfileStore(engine)
+        self.tools = ToolRegistry(engine)
+        self.conversations = ConversationStore(engine)
         self._examples = examples
         self.orchestrator = Orchestrator(
             caller or InProcessAgentCaller(apps, runs, engine),
             tools=self.tools.list,
             knowledge=StoredKnowledge(self.profiles, self.hints, examples),
             tables=tables,
-            store=ConversationRecorder(self.conversations),
+            store=self.conversations,
         )
         self._published = False
         self._publish_lock = asyncio.Lock()
@@ -80,8 +71,6 @@ class TqaService(TqaAccess):
     def register_tool(self, name: str, app: str, description: str, role: str | None) -> Tool:
         """A published app (it must exist) as a tool, playing `role` (None: the Engineer's
         input only)."""
-        if role is not None and role not in TOOL_ROLES:
-            raise ToolError(f"a tool's role is one of {', '.join(TOOL_ROLES)}, not {role!r}")
         self.apps.get_app(app)
         return self.tools.put(name, app, description, role)
 
@@ -104,17 +93,13 @@ class TqaService(TqaAccess):
         return self.profiles.update(name, **settings)
 
     def _check(self, settings: Mapping[str, Any]) -> None:
-        namespaces = settings.get("namespaces")
-        for role in namespaces or {}:
-            if role not in EXAMPLE_ROLES:
-                raise ProfileError(
-                    f"no agent or tool {role!r} reads examples; these do: "
-                    f"{', '.join(EXAMPLE_ROLES)}"
-                )
         check_settings(
-            settings.get("sources"), namespaces, settings.get("examples_k"), settings.get("hints_k")
+            settings.get("sources"),
+            settings.get("namespaces"),
+            settings.get("examples_k"),
+            settings.get("hints_k"),
         )
-        self.check_namespaces(namespaces)
+        self.check_namespaces(settings.get("namespaces"))
 
     async def ask(self, request: AskRequest, on_turn: TurnCallback | None = None) -> Conversation:
         await self.ensure_published()

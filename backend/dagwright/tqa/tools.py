@@ -1,47 +1,22 @@
-"""Tools: the roles a tool may play (what the Executor gives it from the conversation, and
-whose examples it reads) and the built-in tools, registered when the AutoTQA apps are
-published. Any published app becomes a tool the same way, with a role or none
-(`PUT /api/v1/tqa/tools/{name}`, `dagwright tqa tools add --role`); the records are kept by
-store/tqa/tools.py. Light on purpose: the Executor's block imports it."""
+"""The tool registry: any published app registered under a name, with the description the
+Engineer reads and its role (tqa/roles.py: what the Executor gives it from the
+conversation). The Executor calls a tool by that name. The built-in tools are registered
+when the AutoTQA apps are published."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import re
 from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
 
-_CONTEXT = {"hints": "hints", "feedback": "feedback", "examples": "examples", "sources": "sources"}
+from sqlalchemy import Engine
 
-
-@dataclass(frozen=True, slots=True)
-class ToolRole:
-    """What a tool of this role is given from the conversation when the Engineer leaves it
-    out (tool input -> context field; the first is what a text input stands for), and whose
-    few-shot examples it reads (a TQA dataset's namespace role; None: none)."""
-
-    fills: Mapping[str, str]
-    examples: str | None = None
-
-    @property
-    def text_input(self) -> str:
-        """The input an Engineer's text input stands for."""
-        return next(iter(self.fills), "question")
-
-
-TOOL_ROLES: dict[str, ToolRole] = {
-    # Writes SQL for a question: AutoTQA's own tool, or any text-to-SQL app in its place.
-    "text_to_sql": ToolRole({"question": "question", **_CONTEXT}, "text_to_sql"),
-    # Writes and runs a pandas program for a task in words.
-    "python": ToolRole({"task": "question", **_CONTEXT}, "python"),
-    # Answers the question itself (the methods' apps: MAC-SQL, Chain-of-Table): the Engineer
-    # names the database or table, the question comes along.
-    "question": ToolRole({"question": "question"}),
-}
-# A tool without a role gets the Engineer's input only.
-NO_ROLE = ToolRole({})
-
-
-def tool_role(name: str | None) -> ToolRole:
-    return TOOL_ROLES.get(name or "", NO_ROLE)
+from dagwright.errors import InputError
+from dagwright.store.db import session
+from dagwright.store.models import TqaTool, utcnow
+from dagwright.store.tqa_tools import ToolRepository
+from dagwright.tqa.roles import TOOL_ROLES
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,3 +45,72 @@ BUILTIN_TOOLS = {
         "python",
     ),
 }
+_NAME = re.compile(r"[a-z][a-z0-9_]{0,63}")
+
+
+class ToolError(InputError):
+    code = "invalid_tool"
+
+
+@dataclass(slots=True)
+class Tool:
+    name: str
+    app: str
+    description: str
+    created_at: datetime
+    updated_at: datetime
+    role: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "app": self.app,
+            "description": self.description,
+            "role": self.role,
+            "created_at": self.created_at.isoformat(),
+            "updated_at": self.updated_at.isoformat(),
+        }
+
+
+def _tool(row: TqaTool) -> Tool:
+    return Tool(row.name, row.app, row.description, row.created_at, row.updated_at, row.role)
+
+
+class ToolRegistry:
+    def __init__(self, engine: Engine) -> None:
+        self._engine = engine
+
+    def list(self) -> list[Tool]:
+        with session(self._engine) as db:
+            return [_tool(row) for row in ToolRepository(db).all()]
+
+    def get(self, name: str) -> Tool:
+        with session(self._engine) as db:
+            return _tool(ToolRepository(db).find(name))
+
+    def put(self, name: str, app: str, description: str, role: str | None = None) -> Tool:
+        """Registers the tool, or changes its app, description and role (None: it gets the
+        Engineer's input only)."""
+        if not _NAME.fullmatch(name):
+            raise ToolError(f"tool name {name!r}: lowercase letters, digits and '_', 1-64")
+        if not app.strip() or len(app) > 64:
+            raise ToolError("a tool names the app (slug) it runs")
+        if role is not None and role not in TOOL_ROLES:
+            raise ToolError(f"a tool's role is one of {', '.join(TOOL_ROLES)}, not {role!r}")
+        with session(self._engine) as db:
+            tools = ToolRepository(db)
+            row = tools.get(name)
+            if row is None:
+                row = TqaTool(name=name, app=app, description=description, role=role)
+            else:
+                row.app, row.description, row.role = app, description, role
+                row.updated_at = utcnow()
+            tools.add(row)
+            db.commit()
+            return _tool(row)
+
+    def delete(self, name: str) -> None:
+        with session(self._engine) as db:
+            tools = ToolRepository(db)
+            tools.delete(tools.find(name))
+            db.commit()

@@ -1,6 +1,8 @@
 """TQA profiles (AutoTQA's "datasets"): a named set of data sources with its standard
 operating procedure (versioned: an edit is a new version), the few-shot example namespace of
-each agent and tool, and how many examples and learned hints to retrieve per question.
+each agent and tool, and how many examples and learned hints to retrieve per question. A
+question names its profile (`dataset`), so these settings persist per dataset — stored here,
+not in whichever flow version was published last.
 
 (Evaluation datasets — `dagwright.evaluation` — are a different thing: an evaluation dataset
 can name a TQA profile to ask its questions with.)"""
@@ -12,13 +14,21 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Engine, func
-from sqlmodel import Session, col, select
+from sqlalchemy import Engine
 
-from dagwright.errors import ConflictError, InputError, NotFoundError
+from dagwright.errors import InputError
 from dagwright.store.db import session
-from dagwright.store.models import TqaDataset, TqaDatasetSop, TqaHint, utcnow
+from dagwright.store.models import TqaDataset, TqaDatasetSop, utcnow
+from dagwright.store.tqa_datasets import DatasetRepository
 
+# Who reads examples, and what one example of theirs holds (its payload fields).
+EXAMPLE_ROLES = {
+    "planner": ("question", "plan"),
+    "engineer": ("question", "report"),
+    "critic": ("answer", "verdict"),
+    "text_to_sql": ("question", "sql"),
+    "python": ("task", "code"),
+}
 _NAME = re.compile(r"[A-Za-z0-9_.-]{1,64}")
 _NAMESPACE = re.compile(r"[a-z0-9][a-z0-9_-]{0,62}")
 
@@ -27,12 +37,17 @@ class ProfileError(InputError):
     code = "invalid_tqa_dataset"
 
 
+def check_name(name: str) -> None:
+    if not _NAME.fullmatch(name):
+        raise ProfileError(f"dataset {name!r}: 1-64 letters, digits, '_', '.' or '-'")
+
+
 @dataclass(slots=True)
 class Profile:
     name: str
     description: str = ""
     sources: list[str] = field(default_factory=list)
-    namespaces: dict[str, str] = field(default_factory=dict)  # agent or tool role -> namespace
+    namespaces: dict[str, str] = field(default_factory=dict)
     examples_k: int = 3
     hints_k: int = 3
     sop: str = ""
@@ -55,22 +70,20 @@ class Profile:
         }
 
 
-def check_name(name: str) -> None:
-    if not _NAME.fullmatch(name):
-        raise ProfileError(f"dataset {name!r}: 1-64 letters, digits, '_', '.' or '-'")
-
-
 def check_settings(
     sources: list[str] | None,
     namespaces: dict[str, str] | None,
     examples_k: int | None,
     hints_k: int | None,
 ) -> None:
-    """What a profile may store (which roles read examples is the caller's to check)."""
     for source in sources or []:
         if not _NAME.fullmatch(source):
             raise ProfileError(f"source {source!r}: 1-64 letters, digits, '_', '.' or '-'")
     for role, namespace in (namespaces or {}).items():
+        if role not in EXAMPLE_ROLES:
+            raise ProfileError(
+                f"no agent or tool {role!r} reads examples; these do: {', '.join(EXAMPLE_ROLES)}"
+            )
         if not _NAMESPACE.fullmatch(namespace):
             raise ProfileError(f"namespace {namespace!r} of {role}: not a namespace name")
     for label, k in (("examples_k", examples_k), ("hints_k", hints_k)):
@@ -78,22 +91,7 @@ def check_settings(
             raise ProfileError(f"{label} is 0 to 20, not {k}")
 
 
-def _not_found(name: str) -> NotFoundError:
-    return NotFoundError(f"no TQA dataset {name!r}", code="tqa_dataset_not_found")
-
-
-def _get_row(db: Session, name: str) -> TqaDataset:
-    row = db.get(TqaDataset, name)
-    if row is None:
-        raise _not_found(name)
-    return row
-
-
-def _profile(db: Session, row: TqaDataset) -> Profile:
-    sop = ""
-    if row.sop_version:
-        found = db.get(TqaDatasetSop, (row.name, row.sop_version))
-        sop = found.text if found is not None else ""
+def _profile(row: TqaDataset, sop: TqaDatasetSop | None) -> Profile:
     return Profile(
         row.name,
         row.description,
@@ -101,33 +99,36 @@ def _profile(db: Session, row: TqaDataset) -> Profile:
         dict(row.namespaces or {}),
         row.examples_k,
         row.hints_k,
-        sop,
+        sop.text if sop is not None else "",
         row.sop_version,
         row.created_at,
         row.updated_at,
     )
 
 
-class ProfileRepository:
-    """TQA profiles and their SOP versions."""
+class ProfileStore:
+    """TQA profiles and their SOP versions, kept by store/tqa_datasets.py."""
 
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
 
     def all(self) -> list[Profile]:
         with session(self._engine) as db:
-            rows = db.exec(select(TqaDataset).order_by(col(TqaDataset.name))).all()
-            return [_profile(db, row) for row in rows]
+            datasets = DatasetRepository(db)
+            return [_profile(row, datasets.sop(row)) for row in datasets.all()]
 
     def get(self, name: str) -> Profile:
         with session(self._engine) as db:
-            return _profile(db, _get_row(db, name))
+            datasets = DatasetRepository(db)
+            row = datasets.find(name)
+            return _profile(row, datasets.sop(row))
 
     def find(self, name: str) -> Profile | None:
         """The profile, or None: a dataset named only by its hints has no profile."""
         with session(self._engine) as db:
-            row = db.get(TqaDataset, name)
-            return None if row is None else _profile(db, row)
+            datasets = DatasetRepository(db)
+            row = datasets.get(name)
+            return None if row is None else _profile(row, datasets.sop(row))
 
     def create(
         self,
@@ -143,9 +144,7 @@ class ProfileRepository:
         check_name(name)
         check_settings(sources, namespaces, examples_k, hints_k)
         with session(self._engine) as db:
-            if db.get(TqaDataset, name) is not None:
-                raise ConflictError(f"TQA dataset {name!r} exists", code="tqa_dataset_exists")
-            db.add(
+            DatasetRepository(db).add(
                 TqaDataset(
                     name=name,
                     description=description,
@@ -175,7 +174,7 @@ class ProfileRepository:
         """Changes what is given (None: unchanged); a different SOP is a new version."""
         check_settings(sources, namespaces, examples_k, hints_k)
         with session(self._engine) as db:
-            row = _get_row(db, name)
+            row = DatasetRepository(db).find(name)
             if description is not None:
                 row.description = description
             if sources is not None:
@@ -199,15 +198,13 @@ class ProfileRepository:
         if len(text) > 50_000 or len(note) > 500:
             raise ProfileError("an SOP is at most 50,000 characters, its note 500")
         with session(self._engine) as db:
-            row = _get_row(db, name)
-            current = db.get(TqaDatasetSop, (name, row.sop_version)) if row.sop_version else None
+            datasets = DatasetRepository(db)
+            row = datasets.find(name)
+            current = datasets.sop(row)
             if current is not None and current.text == text:
                 return row.sop_version
-            latest = db.exec(
-                select(func.max(TqaDatasetSop.version)).where(col(TqaDatasetSop.dataset) == name)
-            ).one()
-            version = int(latest or 0) + 1
-            db.add(TqaDatasetSop(dataset=name, version=version, text=text, note=note))
+            version = datasets.last_sop_version(row) + 1
+            datasets.add_sop(TqaDatasetSop(dataset=name, version=version, text=text, note=note))
             row.sop_version, row.updated_at = version, utcnow()
             db.add(row)
             db.commit()
@@ -216,12 +213,7 @@ class ProfileRepository:
     def sops(self, name: str) -> list[dict[str, Any]]:
         """Every SOP version, newest first."""
         with session(self._engine) as db:
-            _get_row(db, name)
-            rows = db.exec(
-                select(TqaDatasetSop)
-                .where(col(TqaDatasetSop.dataset) == name)
-                .order_by(col(TqaDatasetSop.version).desc())
-            )
+            datasets = DatasetRepository(db)
             return [
                 {
                     "version": r.version,
@@ -229,17 +221,12 @@ class ProfileRepository:
                     "note": r.note,
                     "created_at": r.created_at.isoformat(),
                 }
-                for r in rows
+                for r in datasets.sops(datasets.find(name))
             ]
 
     def delete(self, name: str) -> None:
         """The profile, its SOP versions and its hints."""
         with session(self._engine) as db:
-            row = _get_row(db, name)
-            for sop in db.exec(select(TqaDatasetSop).where(col(TqaDatasetSop.dataset) == name)):
-                db.delete(sop)
-            for hint in db.exec(select(TqaHint).where(col(TqaHint.dataset) == name)):
-                db.delete(hint)
-            db.flush()
-            db.delete(row)
+            datasets = DatasetRepository(db)
+            datasets.delete(datasets.find(name))
             db.commit()

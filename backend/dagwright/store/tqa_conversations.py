@@ -1,0 +1,49 @@
+"""AutoTQA conversations and their turns (one aggregate: a turn belongs to its
+conversation), in the store's repository style (see store/apps.py)."""
+
+from __future__ import annotations
+
+from sqlmodel import Session, col, select
+
+from dagwright.errors import NotFoundError
+from dagwright.store.models import TqaConversation, TqaTurn
+from dagwright.store.paging import Page, Window, fetch_page
+
+
+class ConversationRepository:
+    def __init__(self, db: Session) -> None:
+        self._db = db
+
+    def add(self, conversation: TqaConversation) -> None:
+        self._db.add(conversation)
+
+    def add_turn(self, turn: TqaTurn) -> None:
+        self._db.add(turn)
+
+    def get(self, conversation_id: str) -> TqaConversation | None:
+        return self._db.get(TqaConversation, conversation_id)
+
+    def find(self, conversation_id: str) -> TqaConversation:
+        """The conversation (NotFoundError `conversation_not_found`)."""
+        found = self.get(conversation_id)
+        if found is None:
+            raise NotFoundError(
+                f"no conversation {conversation_id!r}", code="conversation_not_found"
+            )
+        return found
+
+    def turns(self, conversation_id: str) -> list[TqaTurn]:
+        """Its turns, in order."""
+        query = (
+            select(TqaTurn)
+            .where(col(TqaTurn.conversation_id) == conversation_id)
+            .order_by(col(TqaTurn.seq))
+        )
+        return list(self._db.exec(query).all())
+
+    def page(self, at: Window, status: str | None = None) -> Page[TqaConversation]:
+        """Newest first; only those of `status` when given."""
+        query = select(TqaConversation).order_by(col(TqaConversation.created_at).desc())
+        if status is not None:
+            query = query.where(col(TqaConversation.status) == status)
+        return fetch_page(self._db, query, at)
