@@ -114,8 +114,8 @@ def projected(trace: NodeTrace) -> dict[str, Any]:
             "completion_tokens": trace.usage.completion_tokens,
             "cost": trace.usage.cost,
             "calls": trace.usage.calls,
-            "model": trace.model,
-            "scripted": trace.scripted,
+            "model": trace.usage.model,
+            "scripted": trace.usage.scripted,
         }
     return {
         "status": "succeeded" if recovered else trace.status,

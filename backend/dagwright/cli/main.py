@@ -130,7 +130,7 @@ def _print_trace(result: RunResult, plan: CompiledFlow) -> None:
         if trace.status in ("failed", "skipped", "cancelled") and trace.error:
             line += f"  {trace.error}"
         typer.echo(line, err=True)
-        scripted |= trace.scripted
+        scripted |= trace.usage.scripted
     usage = result.usage
     if usage.calls:
         label = " (scripted answers, not a model's)" if scripted else ""

@@ -11,7 +11,13 @@ from dagwright.registry.block import (
     block,
     spec_of,
 )
-from dagwright.registry.context import MissingServiceError, ModelCall, NodeContext, Usage
+from dagwright.registry.context import (
+    MissingServiceError,
+    ModelCall,
+    ModelUsage,
+    NodeContext,
+    Usage,
+)
 from dagwright.registry.registry import Registry
 from dagwright.registry.types import Compat, checker_for, compatibility, type_name
 
@@ -23,6 +29,7 @@ __all__ = [
     "Compat",
     "MissingServiceError",
     "ModelCall",
+    "ModelUsage",
     "NoConfig",
     "NodeContext",
     "PortSpec",

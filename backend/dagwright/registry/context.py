@@ -87,6 +87,25 @@ EmitFn = Callable[[str, str, dict[str, Any]], None]
 UsageFn = Callable[[str, Usage, ModelCall], None]
 
 
+@dataclass(slots=True)
+class ModelUsage(Usage):
+    """Usage with who answered: the model of the last call and whether any call was answered
+    by dagwright's scripted server (a node's usage, as traced and stored, so that a stored
+    trace labels scripted answers as the live stream does)."""
+
+    model: str | None = None
+    scripted: bool = False
+
+    def add_call(self, usage: Usage, call: ModelCall) -> None:
+        self.add(usage)
+        self.model = call.model
+        self.scripted = self.scripted or call.scripted
+
+    def to_dict(self) -> dict[str, Any]:
+        """Usage's JSON form and {model, scripted}."""
+        return {**Usage.to_dict(self), "model": self.model, "scripted": self.scripted}
+
+
 _UNKNOWN_CALL: Final = ModelCall()
 
 

@@ -10,7 +10,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from dagwright.registry.context import Usage
+from dagwright.registry.context import ModelUsage
 from dagwright.runtime.events import (
     IterationFinished,
     IterationStarted,
@@ -59,10 +59,8 @@ class NodeTrace:
     duration: float | None = None
     error: str | None = None
     messages: list[dict[str, Any]] = field(default_factory=list)
-    usage: Usage = field(default_factory=Usage)  # model calls of this node, summed
+    usage: ModelUsage = field(default_factory=ModelUsage)  # model calls of this node, summed
     metered: bool = False  # the node reported usage (made model calls); `usage` sums it
-    model: str | None = None  # the model that answered the node's last call
-    scripted: bool = False  # a call was answered by dagwright's scripted server, not a model
     iterations: list[IterationTrace] = field(default_factory=list)  # by index
 
 
@@ -100,10 +98,8 @@ class RunTrace:
             trace = self._of(event.node)
             if self._keep_messages:
                 trace.messages.append({"kind": event.kind, "t": event.t, **event.data})
-            trace.usage.add(event.usage)
+            trace.usage.add_call(event.usage, event.call)
             trace.metered = True
-            trace.model = event.call.model
-            trace.scripted = trace.scripted or event.call.scripted
             return None
         if isinstance(event, NodeMessage):
             if self._keep_messages:

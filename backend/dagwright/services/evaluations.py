@@ -26,6 +26,7 @@ from dagwright.evaluation.batch import Outcome, Progress, Task, run_batch
 from dagwright.evaluation.compare import Scored, compare
 from dagwright.evaluation.metrics.base import Item
 from dagwright.evaluation.report import ResultRow, build_report
+from dagwright.registry import Usage
 from dagwright.services.datasets import DatasetService
 from dagwright.store.db import session
 from dagwright.store.evaluation_models import EvalExample, EvalResult, Evaluation
@@ -97,7 +98,7 @@ class AppTarget:
             self.plan, task.inputs, app_id=self.app_id, version_id=self.version_id, mode="eval"
         )
         record = await live.wait()
-        usage = record.usage or {}
+        usage = Usage.from_dict(record.usage or {})
         error = None
         if record.status != "succeeded":
             error = record.error or {"code": record.status, "message": record.status}
@@ -107,8 +108,8 @@ class AppTarget:
             run_id=record.id,
             error=error,
             latency=time.perf_counter() - start,
-            tokens=int(usage.get("prompt_tokens", 0)) + int(usage.get("completion_tokens", 0)),
-            cost=float(usage.get("cost", 0.0)),
+            tokens=usage.total_tokens,
+            cost=usage.cost,
         )
 
 

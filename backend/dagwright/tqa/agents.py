@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import httpx
 
 from dagwright.errors import DagwrightError
+from dagwright.registry import Usage
 from dagwright.runtime.events import NodeUsage
 
 if TYPE_CHECKING:
@@ -51,18 +52,14 @@ class AgentReply:
     duration: float  # seconds, as the caller saw it
 
 
+def agent_usage(usage: Usage) -> dict[str, Any]:
+    """AutoTQA's JSON form of what an agent spent: Usage's, with total_tokens."""
+    return {**usage.to_dict(), "total_tokens": usage.total_tokens}
+
+
 def normal_usage(usage: Mapping[str, Any] | None) -> dict[str, Any] | None:
-    if not usage:
-        return None
-    prompt = int(usage.get("prompt_tokens") or 0)
-    completion = int(usage.get("completion_tokens") or 0)
-    return {
-        "prompt_tokens": prompt,
-        "completion_tokens": completion,
-        "total_tokens": prompt + completion,
-        "cost": float(usage.get("cost") or 0.0),
-        "calls": int(usage.get("calls") or 0),
-    }
+    """A run's usage as its record or a server's answer gives it, in AutoTQA's form."""
+    return agent_usage(Usage.from_dict(usage)) if usage else None
 
 
 class AgentCaller:
@@ -75,7 +72,7 @@ class AgentCaller:
         raise NotImplementedError
 
 
-def _children_usage(engine: Engine, run_id: str) -> list[dict[str, Any]]:
+def _children_usage(engine: Engine, run_id: str) -> list[Usage]:
     """The usage of the runs a run invoked (the Executor's tool runs), as recorded."""
     from sqlalchemy import select
     from sqlmodel import Session
@@ -86,17 +83,7 @@ def _children_usage(engine: Engine, run_id: str) -> list[dict[str, Any]]:
         runs = db.execute(
             select(Run).where(Run.parent_run_id == run_id)  # type: ignore[arg-type]
         ).scalars()
-        return [dict(run.usage) for run in runs if run.usage]
-
-
-def _add(usage: dict[str, Any] | None, more: list[dict[str, Any]]) -> dict[str, Any] | None:
-    if not more:
-        return usage
-    total = dict(usage or {})
-    for extra in more:
-        for key in ("prompt_tokens", "completion_tokens", "cost", "calls"):
-            total[key] = (total.get(key) or 0) + (extra.get(key) or 0)
-    return total
+        return [Usage.from_dict(run.usage) for run in runs if run.usage]
 
 
 class InProcessAgentCaller(AgentCaller):
@@ -140,10 +127,14 @@ class InProcessAgentCaller(AgentCaller):
                 str(error.get("code") or "agent_failed"),
                 record.id,
             )
-        total = record.usage
+        usage = normal_usage(record.usage)
         if self._engine is not None:
-            total = _add(total, await asyncio.to_thread(_children_usage, self._engine, record.id))
-        usage = normal_usage(total)
+            children = await asyncio.to_thread(_children_usage, self._engine, record.id)
+            if children:
+                total = Usage.from_dict(record.usage or {})
+                for child in children:
+                    total.add(child)
+                usage = agent_usage(total)
         if usage is not None:
             # Say when the scripted model answered (never present its answers as a model's).
             usage["scripted"] = any(

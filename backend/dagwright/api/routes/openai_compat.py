@@ -24,6 +24,7 @@ from dagwright.api.routes.published import run_deadline
 from dagwright.api.state import Services, services
 from dagwright.api.streaming import jsonable
 from dagwright.errors import DagwrightError, InputError
+from dagwright.registry import Usage
 from dagwright.runtime import NodeMessage
 from dagwright.runtime.plan import CompiledFlow
 from dagwright.services.inputs import check_input_types
@@ -195,7 +196,7 @@ def _text(value: Any) -> str:
     return json.dumps(jsonable(value), ensure_ascii=False)
 
 
-def _completion(model: str, run_id: str, content: str, usage: dict[str, Any]) -> dict[str, Any]:
+def _completion(model: str, run_id: str, content: str, usage: Usage) -> dict[str, Any]:
     return {
         "id": f"chatcmpl-{run_id}",
         "object": "chat.completion",
@@ -209,9 +210,9 @@ def _completion(model: str, run_id: str, content: str, usage: dict[str, Any]) ->
             }
         ],
         "usage": {
-            "prompt_tokens": usage.get("prompt_tokens", 0),
-            "completion_tokens": usage.get("completion_tokens", 0),
-            "total_tokens": usage.get("prompt_tokens", 0) + usage.get("completion_tokens", 0),
+            "prompt_tokens": usage.prompt_tokens,
+            "completion_tokens": usage.completion_tokens,
+            "total_tokens": usage.total_tokens,
         },
     }
 
@@ -287,4 +288,4 @@ async def chat_completions(body: ChatCompletionIn, request: Request, s: Deps) ->
             status_code=500,
         )
     answer = _text((record.outputs or {}).get(output))
-    return _completion(body.model, record.id, answer, record.usage or {})
+    return _completion(body.model, record.id, answer, Usage.from_dict(record.usage or {}))

@@ -9,7 +9,6 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from dagwright.registry import Usage
 from dagwright.runtime.events import RunFinished
 from dagwright.runtime.executor import Run
 from dagwright.runtime.pause import is_pause
@@ -62,15 +61,6 @@ class LiveRun:
         if not self._done.done():
             self._done.set_exception(error)
             self._done.exception()  # marks it retrieved: nobody has to call wait()
-
-
-def usage_dict(usage: Usage) -> dict[str, Any]:
-    return {
-        "prompt_tokens": usage.prompt_tokens,
-        "completion_tokens": usage.completion_tokens,
-        "cost": usage.cost,
-        "calls": usage.calls,
-    }
 
 
 def final_row(
@@ -141,11 +131,7 @@ def node_row(run_id: str, trace: NodeTrace, blocks: Mapping[str, str] | None) ->
     block = trace.block
     if block is None:
         block = blocks.get(trace.node, "") if blocks is not None and status == "skipped" else ""
-    usage: dict[str, Any] | None = None
-    if trace.metered:
-        # The model that answered, and whether it was dagwright's scripted one: the stored
-        # trace must label scripted answers as the live stream does.
-        usage = {**usage_dict(trace.usage), "model": trace.model, "scripted": trace.scripted}
+    usage = trace.usage.to_dict() if trace.metered else None
     settled = status in ("succeeded", "reused", "recovered")
     # Every key of run_nodes, always: the writer upserts a batch with one executemany.
     return {
@@ -175,6 +161,6 @@ def _final_of(run_id: str, finished: RunFinished) -> dict[str, Any]:
         None
         if error is None
         else {"code": error.code, "message": error.message, "node": error.node},
-        usage_dict(finished.usage),
+        finished.usage.to_dict(),
         finished.duration,
     )

@@ -31,7 +31,7 @@ class NodeRecord:
     error: str | None = None  # "ValueError: message" when failed; the reason when skipped
     started: float | None = None  # seconds since the run started
     duration: float | None = None
-    usage: dict[str, Any] | None = None  # {prompt_tokens, completion_tokens, cost, calls}
+    usage: dict[str, Any] | None = None  # ModelUsage.to_dict(); None: no model calls
 
 
 @dataclass(slots=True)
@@ -48,7 +48,7 @@ class RunRecord:
     inputs: dict[str, Any]
     outputs: dict[str, Any] | None
     error: dict[str, Any] | None  # {code, message, node}
-    usage: dict[str, Any] | None
+    usage: dict[str, Any] | None  # Usage.to_dict(); None until the run finished
     replica: str
     cancel_requested_at: datetime | None
     created_at: datetime
