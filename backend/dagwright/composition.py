@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from dagwright.secrets import Secrets
     from dagwright.services.apps import AppService
     from dagwright.services.data_sources import DataSourceService
+    from dagwright.services.evaluations import EvaluationService
     from dagwright.services.queue.durable import DurableRunner
     from dagwright.services.queue.settings import QueueSettings
     from dagwright.services.queue.submit import RunQueue
@@ -344,9 +345,22 @@ class Composition:
             install_schema(self.database())
             runs = self.runs(recover_interrupted=True)
             runs.executor.options.before_unretryable = runs.mark_begun
-            return DurableRunner(runs, self.apps(registry))
+            return DurableRunner(runs, self.apps(registry), self.evaluations)
 
         return self._once("durable_runner", build)
+
+    def evaluations(self) -> EvaluationService:
+        """Evaluations of app versions over datasets (their tables under the data folder)."""
+
+        def build() -> EvaluationService:
+            from dagwright.services.datasets import DatasetService
+            from dagwright.services.evaluations import EvaluationService
+
+            folder = self.data_dir() / "sources" / "eval-datasets"
+            datasets = DatasetService(self.database(), self.data_sources(), folder, self.examples())
+            return EvaluationService(self.database(), self.apps(), self.runs(), datasets)
+
+        return self._once("evaluations", build)
 
     def tqa(self) -> TqaService:
         """AutoTQA: its agents are published apps, called through the run service."""

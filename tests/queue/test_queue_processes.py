@@ -12,6 +12,7 @@ Each call of the test blocks (`tally`, `tally_once`, support/server_blocks/tally
 
 from __future__ import annotations
 
+import json
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -266,3 +267,65 @@ def test_a_cancel_through_either_server_reaches_the_worker(cluster: Cluster) -> 
     record = first.wait_for_run(run_id, lambda run: run["status"] == "cancelled", timeout=10)
     assert record["cancel_requested_at"] is not None
     assert cluster.counts()[run_id, "b"] == 0
+
+
+def test_an_evaluation_goes_on_after_its_worker_is_killed(cluster: Cluster) -> None:
+    api = cluster.api(0)
+    api.published_app("judged", tally_flow(cluster.tally, seconds=1.0))
+    examples = 16
+    path = cluster.servers[0].data_dir / "sources" / "echo.jsonl"  # where sources may be read
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        "".join(
+            json.dumps({"id": f"e{i}", "question": f"q{i}", "answer": f"q{i}"}) + "\n"
+            for i in range(examples)
+        )
+    )
+    created = api.http.post(
+        "/api/v1/datasets", json={"name": "echo", "kind": "generic", "path": str(path)}
+    )
+    assert created.status_code == 201, created.text
+    started = api.http.post(
+        "/api/v1/evaluations",
+        json={
+            "app": "judged",
+            "dataset": "echo",
+            "inputs": {"value": "question"},
+            "output": "value",
+            "concurrency": 2,
+        },
+    )
+    assert started.status_code == 202, started.text
+    evaluation_id = started.json()["id"]
+    # Kill the worker running it once some examples have their result and most do not.
+    cluster.wait_for(
+        "some examples done",
+        lambda: (
+            cluster.scalar(
+                "SELECT count(*) FROM eval_results WHERE evaluation_id = :e", e=evaluation_id
+            )
+            >= 2
+        ),
+    )
+    owner = cluster.scalar(
+        "SELECT l.name FROM runs r JOIN replicas l ON l.id = r.replica "
+        "WHERE r.mode = 'eval' AND r.status = 'running' LIMIT 1"
+    )
+    worker = next(w for w in cluster.workers if w.replica == owner)
+    worker.kill()
+    done_before = cluster.scalar(
+        "SELECT count(*) FROM eval_results WHERE evaluation_id = :e", e=evaluation_id
+    )
+    assert done_before < examples
+    cluster.workers.remove(worker)
+    cluster.add_worker(f"{owner}-again")
+
+    def finished() -> dict[str, Any] | None:
+        state: dict[str, Any] = api.http.get(f"/api/v1/evaluations/{evaluation_id}").json()
+        return state if state["status"] == "completed" else None
+
+    state = cluster.wait_for("the evaluation completed", finished, timeout=120)
+    assert state["done"] == examples
+    results = api.http.get(f"/api/v1/evaluations/{evaluation_id}/results").json()
+    assert sorted(r["id"] for r in results) == sorted(f"e{i}" for i in range(examples))
+    assert all(r["correct"] for r in results)

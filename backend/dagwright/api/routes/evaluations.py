@@ -204,6 +204,14 @@ async def start_evaluation(
         settings=settings,
         resume=body.resume,
     )
+    if s.queue is not None:
+        # Queue mode: a worker runs it, and another goes on with it if that one dies.
+        await s.queue.submit_evaluation(row.id, body.concurrency)
+        if body.wait:
+            await _until_finished(evaluations, row.id)
+            response.status_code = 200
+            return await asyncio.to_thread(evaluations.report, row.id)
+        return evaluation_dict(row)
     running = _running(request)
     running.start(evaluations, row.id, body.concurrency)
     if body.wait:
@@ -211,6 +219,15 @@ async def start_evaluation(
         response.status_code = 200
         return await asyncio.to_thread(evaluations.report, row.id)
     return evaluation_dict(row)
+
+
+async def _until_finished(evaluations: EvaluationService, evaluation_id: str) -> None:
+    """Until a worker has finished the evaluation (its status is no longer running)."""
+    while True:  # in the database: the worker is another process, maybe another machine
+        row = await asyncio.to_thread(evaluations.get, evaluation_id)
+        if row.status != "running":
+            return
+        await asyncio.sleep(0.5)
 
 
 @admin.get("/evaluations")

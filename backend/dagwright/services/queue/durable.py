@@ -16,11 +16,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any, Final
 
+from dagwright.errors import ConflictError
 from dagwright.runtime.executor import ReusedOutput
 from dagwright.services.apps import AppService
+from dagwright.services.evaluations import EvaluationService
 from dagwright.services.runs.records import NodeRecord, RunRecord
 from dagwright.services.runs.service import RunService
 from dagwright.store.models import FINAL_STATUSES
@@ -51,11 +53,30 @@ def begun_unretryable(nodes: list[NodeRecord]) -> NodeRecord | None:
 
 
 class DurableRunner:
-    """Executes the queue's run jobs in a worker process."""
+    """Executes the queue's jobs in a worker process: runs, and whole evaluations (built on
+    first use by `evaluations`)."""
 
-    def __init__(self, runs: RunService, apps: AppService) -> None:
+    def __init__(
+        self,
+        runs: RunService,
+        apps: AppService,
+        evaluations: Callable[[], EvaluationService],
+    ) -> None:
         self.runs = runs
         self.apps = apps
+        self._evaluations = evaluations
+
+    async def evaluate(self, evaluation_id: str, concurrency: int) -> str:
+        """Run the evaluation's examples that have no result yet, then score it; returns its
+        status. One already complete (a job taken up again after it finished) is left."""
+        evaluations = await asyncio.to_thread(self._evaluations)
+        try:
+            finished = await evaluations.run(evaluation_id, concurrency=concurrency)
+        except ConflictError as exc:
+            if exc.code != "evaluation_complete":
+                raise
+            return "completed"
+        return finished.status
 
     async def execute(
         self, run_id: str, job_id: int, inputs: Mapping[str, Any], deadline: float | None

@@ -1,11 +1,15 @@
 """The job queue itself: Procrastinate on the PostgreSQL the service already uses.
 
-One task, `dagwright.run`, whose job carries a run id, its inputs and its deadline; the
-run's row (services/runs) carries the job id. Jobs are deferred inside the transaction that
-records the queued run (Procrastinate defers on a connection it is given), so a run is
-queued exactly when its job exists: a crash can leave neither a job without a run nor a
-queued run without a job. The API processes only defer, through the run writer's
-connection; workers open an async connection pool and fetch (services/queue/worker.py).
+Two tasks. `dagwright.run`, whose job carries a run id, its inputs and its deadline; the
+run's row (services/runs) carries the job id. `dagwright.evaluate`, a whole evaluation,
+whose examples run in the worker that has it: an evaluation keeps each example's result as it
+comes, so a job taken up again after its worker died goes on with the examples left.
+
+A run's job is deferred inside the transaction that records the queued run (Procrastinate
+defers on a connection it is given), so a run is queued exactly when its job exists: a crash
+can leave neither a job without a run nor a queued run without a job. The API processes only
+defer, through the run writer's connection; workers open an async connection pool and fetch
+(services/queue/worker.py).
 """
 
 from __future__ import annotations
@@ -14,6 +18,7 @@ from enum import IntEnum
 from typing import Any, Final
 
 import procrastinate
+from procrastinate.exceptions import AlreadyEnqueued
 from procrastinate.schema import SchemaManager
 from sqlalchemy import Connection, Engine, text
 from sqlalchemy.engine import make_url
@@ -21,6 +26,7 @@ from sqlalchemy.engine import make_url
 from dagwright.services.queue.settings import QueueConfigError
 
 TASK: Final = "dagwright.run"
+EVALUATION_TASK: Final = "dagwright.evaluate"  # a whole evaluation, resumable by design
 QUEUE: Final = "runs"
 # Any fixed number: the transaction-scoped lock under which one process installs the schema.
 _SCHEMA_LOCK: Final = 0x6461_6777_7269_6768  # "dagwrigh"
@@ -83,3 +89,24 @@ def defer_run(
         connection=conn.connection.driver_connection,
     )
     return deferrer.defer(run_id=run_id, inputs=inputs, deadline=deadline)
+
+
+def defer_evaluation(
+    app: procrastinate.App, conn: Connection, evaluation_id: str, concurrency: int
+) -> int | None:
+    """Queue an evaluation's job in `conn`'s transaction; returns the job id, or None when
+    the evaluation is already waiting in the queue. Its lock keeps two jobs of one
+    evaluation from running at once."""
+    key = f"evaluation:{evaluation_id}"
+    deferrer = app.configure_task(
+        EVALUATION_TASK,
+        queue=QUEUE,
+        priority=int(Priority.BATCH),
+        lock=key,
+        queueing_lock=key,
+        connection=conn.connection.driver_connection,
+    )
+    try:
+        return deferrer.defer(evaluation_id=evaluation_id, concurrency=concurrency)
+    except AlreadyEnqueued:
+        return None

@@ -12,7 +12,13 @@ from sqlalchemy import func, select
 
 from dagwright.errors import RetryLaterError
 from dagwright.runtime.plan import CompiledFlow
-from dagwright.services.queue.jobs import Priority, defer_run, deferring_app, install_schema
+from dagwright.services.queue.jobs import (
+    Priority,
+    defer_evaluation,
+    defer_run,
+    deferring_app,
+    install_schema,
+)
 from dagwright.services.queue.settings import QueueSettings
 from dagwright.services.runs.replicas import ACTIVE_STATUSES
 from dagwright.services.runs.service import RunService
@@ -56,6 +62,15 @@ class RunQueue:
         return await self.runs.record_queued(
             plan, inputs, job, app_id=app_id, version_id=version_id, mode=mode
         )
+
+    async def submit_evaluation(self, evaluation_id: str, concurrency: int) -> None:
+        """Queue an evaluation for a worker (nothing when it is queued already)."""
+
+        def defer() -> None:
+            with self.runs.engine.begin() as conn:
+                defer_evaluation(self._app, conn, evaluation_id, concurrency)
+
+        await asyncio.to_thread(defer)
 
     def _check_room(self, app_id: str) -> None:
         active = (RUNS.c.job_id.is_not(None), RUNS.c.status.in_(ACTIVE_STATUSES))

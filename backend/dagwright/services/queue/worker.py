@@ -24,7 +24,7 @@ from procrastinate.job_context import JobContext
 from procrastinate.jobs import Job, Status
 
 from dagwright.services.queue.durable import DurableRunner
-from dagwright.services.queue.jobs import QUEUE, TASK, conninfo
+from dagwright.services.queue.jobs import EVALUATION_TASK, QUEUE, TASK, conninfo
 from dagwright.services.queue.settings import QueueSettings
 
 log = logging.getLogger(__name__)
@@ -46,6 +46,10 @@ def worker_app(database_url: str | None, runner: DurableRunner) -> procrastinate
     ) -> str:
         assert context.job.id is not None  # a fetched job has its id
         return await runner.execute(run_id, context.job.id, inputs, deadline)
+
+    @app.task(name=EVALUATION_TASK, queue=QUEUE)
+    async def evaluate(evaluation_id: str, concurrency: int) -> str:
+        return await runner.evaluate(evaluation_id, concurrency)
 
     return app
 
@@ -86,16 +90,14 @@ async def _sweep(app: procrastinate.App, runner: DurableRunner, settings: QueueS
 async def resume_stalled(
     app: procrastinate.App, runner: DurableRunner, stalled_after: float
 ) -> int:
-    """Put back in the queue the run jobs of workers silent for `stalled_after` seconds;
-    returns how many."""
+    """Put back in the queue the jobs (runs, evaluations) of workers silent for
+    `stalled_after` seconds; returns how many."""
     manager = app.job_manager
-    stalled = await manager.get_stalled_jobs(
-        queue=QUEUE, task_name=TASK, seconds_since_heartbeat=stalled_after
-    )
+    stalled = await manager.get_stalled_jobs(queue=QUEUE, seconds_since_heartbeat=stalled_after)
     resumed = 0
     for job in stalled:
         try:
-            if job.attempts + 1 >= MAX_ATTEMPTS:
+            if job.attempts + 1 >= MAX_ATTEMPTS and job.task_name == TASK:
                 await _give_up(app, runner, job)
                 continue
             await manager.retry_job(job)
