@@ -15,7 +15,7 @@ from dagwright.invocation import AppInvoker
 from dagwright.registry import NodeContext, block
 from dagwright.tqa.access import TqaAccess
 from dagwright.tqa.executor import choose_tool
-from dagwright.tqa.ports import ExecutorInputs
+from dagwright.tqa.ports import ExecutorInputs, reported_failure
 
 
 class AskConfig(BaseModel):
@@ -140,7 +140,7 @@ class PythonCodeConfig(BaseModel):
 class PythonCodeOutput(TypedDict):
     result: Any
     stdout: str
-    error: str | None
+    error: dict[str, str] | None
 
 
 @block(
@@ -161,9 +161,11 @@ async def python_code(
     of the server's environment, CPU, wall-clock and memory limits. The rows are a pandas
     DataFrame named by `table`; `result` is what the node gives. A failure (or an
     `upstream_error`, e.g. of the query that fetched the rows) is given on `error`, so the
-    caller can correct the code and retry."""
-    if upstream_error:
-        return {"result": None, "stdout": "", "error": upstream_error}
+    caller can correct the code and retry. The failure is `{code, message}`."""
+    upstream = reported_failure(upstream_error)
+    if upstream is not None:
+        error = {"code": upstream["code"], "message": upstream["message"]}
+        return {"result": None, "stdout": "", "error": error}
     import pyarrow as pa
 
     from dagwright.data.engine import json_value
@@ -175,9 +177,13 @@ async def python_code(
         frame = pa.Table.from_pylist(rows)
         outcome = await asyncio.to_thread(run_python, code, {config.table: frame}, limits=limits)
     except DataError as exc:
-        return {"result": None, "stdout": "", "error": f"{exc.code}: {exc.message}"}
+        return {"result": None, "stdout": "", "error": _failure(exc)}
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-        return {"result": None, "stdout": "", "error": f"table_invalid: {exc}"}
+        return {
+            "result": None,
+            "stdout": "",
+            "error": {"code": "table_invalid", "message": str(exc)},
+        }
     result = outcome.result
     if isinstance(result, pa.Table):
         result = [{k: json_value(v) for k, v in row.items()} for row in result.to_pylist()]

@@ -13,7 +13,14 @@ from sqlalchemy import Engine, text
 from dagwright.store.db import migrate
 from dagwright.tqa.executor import choose_tool
 from dagwright.tqa.failures import ToolChoiceError
-from dagwright.tqa.ports import ExecutorInputs, ToolContext, ToolEntry, ToolRequest
+from dagwright.tqa.ports import (
+    ExecutorInputs,
+    ExecutorOutputs,
+    ToolContext,
+    ToolEntry,
+    ToolRequest,
+    ToolResult,
+)
 from dagwright.tqa.tools import ToolError, ToolRegistry
 from support.database import DATABASES, fresh_engine
 
@@ -49,6 +56,26 @@ def test_what_the_executor_cannot_call_is_a_typed_failure() -> None:
         ExecutorInputs.read({"tool": "sql", "input": [1]}, tools, {})
     with pytest.raises(ToolChoiceError, match="do not fit"):
         ExecutorInputs.read({"tool": "sql"}, {"sql": {"role": "python"}}, {})
+
+
+def test_a_tools_outputs_are_read_once_into_rows_sql_and_a_failure() -> None:
+    failed = ToolResult.read(
+        {"rows": [], "sql": "SELECT x", "error": "query_failed: no column x", "code": "p"}
+    )
+    assert failed.error == {"code": "query_failed", "message": "no column x"}
+    assert failed.rest == {"code": "p"}
+    typed = ToolResult.read({"error": {"code": "python_failed", "message": "Traceback"}})
+    assert typed.error == {"code": "python_failed", "message": "Traceback"}
+    assert ToolResult.read({"error": "it broke"}).error == {
+        "code": "tool_error",
+        "message": "it broke",
+    }
+    rows = ToolResult.read({"rows": [{"a": 1}], "columns": ["a"], "sql": "SELECT 1 AS a"})
+    assert (rows.error, rows.row_count, rows.rows) == (None, 1, [{"a": 1}])
+    executed = ExecutorOutputs.model_validate(
+        {"tool": None, "error": {"code": "tool_choice", "message": "no tool 'x'"}}
+    )
+    assert executed.error == {"code": "tool_choice", "message": "no tool 'x'"}
 
 
 @pytest.fixture(params=DATABASES)
