@@ -22,7 +22,8 @@ within half a second.
 The modules, one job each:
 
 - records.py: what a stored run is (RunRecord, NodeRecord) and how values are stored;
-- recorder.py: a live run (LiveRun) and the recording of its events into rows;
+- recorder.py: a live run (LiveRun) and its recording: the one fold of run events into node
+  traces (runtime/trace.py, which the CLI's `--trace` uses too) applied to rows;
 - writer.py: the group-commit writer thread, the only writer of runs and node results;
 - replicas.py: replica leases and the recovery of the runs of dead processes;
 - service.py: RunService, which starts, reads, cancels and recovers runs.
