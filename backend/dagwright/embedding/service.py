@@ -114,7 +114,10 @@ class Hit:
 
 
 @dataclass(slots=True, frozen=True)
-class Page:
+class CursorPage:
+    """One page of a namespace's examples in Qdrant's scroll order: not a store.paging.Page,
+    which counts and skips rows; the next page starts at `next_offset`, a point id."""
+
     items: list[Hit]  # score is 0.0: a listing has no query
     next_offset: str | None
 
@@ -545,7 +548,7 @@ class ExampleStore:
                 progress(done, len(rows))
         return done
 
-    def list(self, namespace: str, offset: str | None = None, limit: int = 100) -> Page:
+    def list(self, namespace: str, offset: str | None = None, limit: int = 100) -> CursorPage:
         """One page of examples in id order; pass `next_offset` back for the next page."""
         self.get_namespace(namespace)
         if not 1 <= limit <= MAX_PAGE:
@@ -559,7 +562,7 @@ class ExampleStore:
                 _collection(namespace), limit=limit, offset=offset, with_payload=True
             )
         items = [Hit(str(p.id), 0.0, dict(p.payload or {})) for p in points]
-        return Page(items, None if next_offset is None else str(next_offset))
+        return CursorPage(items, None if next_offset is None else str(next_offset))
 
 
 def _check_id(id_: str) -> None:
