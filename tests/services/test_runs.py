@@ -314,6 +314,28 @@ async def test_usage_is_summed_per_node_and_per_run(service: RunService) -> None
     assert record.usage == {"prompt_tokens": 20, "completion_tokens": 10, "cost": 1.0, "calls": 2}
 
 
+async def test_the_usage_of_the_runs_a_run_invoked(service: RunService) -> None:
+    metered = compiled(
+        [node("m1", "t_metered"), node("out", "output", name="greeting")], [edge("m1", "out")]
+    )
+    parent = await service.start(metered, {}, app_id=None, version_id=None)
+    await parent.wait()
+    child = await service.start(
+        metered,
+        {},
+        app_id=None,
+        version_id=None,
+        parent_run_id=parent.run_id,
+        parent_node="m1",
+    )
+    await child.wait()
+    spent = service.children_usage(parent.run_id)
+    assert [usage.to_dict() for usage in spent] == [
+        {"prompt_tokens": 10, "completion_tokens": 5, "cost": 0.5, "calls": 1}
+    ]
+    assert service.children_usage(child.run_id) == []
+
+
 async def test_large_and_odd_values_are_stored_json_safe(service: RunService) -> None:
     big = "x" * (MAX_VALUE_BYTES + 10)
     plan = compiled(

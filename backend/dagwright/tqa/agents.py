@@ -17,8 +17,6 @@ from dagwright.registry import Usage
 from dagwright.runtime.events import NodeUsage
 
 if TYPE_CHECKING:
-    from sqlalchemy import Engine
-
     from dagwright.services.apps import AppService
     from dagwright.services.runs.service import RunService
 
@@ -72,28 +70,13 @@ class AgentCaller:
         raise NotImplementedError
 
 
-def _children_usage(engine: Engine, run_id: str) -> list[Usage]:
-    """The usage of the runs a run invoked (the Executor's tool runs), as recorded."""
-    from sqlalchemy import select
-    from sqlmodel import Session
-
-    from dagwright.store.models import Run
-
-    with Session(engine) as db:
-        runs = db.execute(
-            select(Run).where(Run.parent_run_id == run_id)  # type: ignore[arg-type]
-        ).scalars()
-        return [Usage.from_dict(run.usage) for run in runs if run.usage]
-
-
 class InProcessAgentCaller(AgentCaller):
-    """Through this process's run service: each call is a recorded run (mode `tqa`). With
-    `engine`, a run's usage includes that of the runs it invoked (the Executor's tools)."""
+    """Through this process's run service: each call is a recorded run (mode `tqa`); its
+    usage includes that of the runs it invoked (the Executor's tools)."""
 
-    def __init__(self, apps: AppService, runs: RunService, engine: Engine | None = None) -> None:
+    def __init__(self, apps: AppService, runs: RunService) -> None:
         self._apps = apps
         self._runs = runs
-        self._engine = engine
 
     async def call(
         self, app: str, inputs: Mapping[str, Any], *, time_limit: float | None = None
@@ -128,13 +111,12 @@ class InProcessAgentCaller(AgentCaller):
                 record.id,
             )
         usage = normal_usage(record.usage)
-        if self._engine is not None:
-            children = await asyncio.to_thread(_children_usage, self._engine, record.id)
-            if children:
-                total = Usage.from_dict(record.usage or {})
-                for child in children:
-                    total.add(child)
-                usage = agent_usage(total)
+        children = await asyncio.to_thread(self._runs.children_usage, record.id)
+        if children:
+            total = Usage.from_dict(record.usage or {})
+            for child in children:
+                total.add(child)
+            usage = agent_usage(total)
         if usage is not None:
             # Say when the scripted model answered (never present its answers as a model's).
             usage["scripted"] = any(

@@ -46,7 +46,7 @@ class TqaService(TqaAccess):
         self.conversations = ConversationStore(engine)
         self._examples = examples
         self.orchestrator = Orchestrator(
-            caller or InProcessAgentCaller(apps, runs, engine),
+            caller or InProcessAgentCaller(apps, runs),
             tools=self.tools.list,
             knowledge=StoredKnowledge(self.profiles, self.hints, examples),
             tables=tables,

@@ -16,6 +16,7 @@ from typing import Any, Final
 from sqlalchemy import Connection, Engine, func, insert, select, update
 
 from dagwright.errors import ConflictError, InputError, NotFoundError
+from dagwright.registry import Usage
 from dagwright.runtime.executor import Executor, ReusedOutput, resolve_inputs
 from dagwright.runtime.plan import CompiledFlow
 from dagwright.services.runs.recorder import LiveRun, final_row, record
@@ -412,6 +413,14 @@ class RunService:
                 conn.execute(select(RUN_NODES).where(RUN_NODES.c.run_id == run_id)).mappings().all()
             )
         return run_record(row, node_records(node_rows))
+
+    def children_usage(self, run_id: str) -> builtins.list[Usage]:
+        """What the runs `run_id` invoked spent (AutoTQA's Executor counts its tools'), as
+        recorded: those that spent nothing are left out."""
+        query = select(RUNS.c.usage).where(RUNS.c.parent_run_id == run_id)
+        with self.engine.connect() as conn:
+            spent = conn.execute(query).scalars().all()
+        return [Usage.from_dict(usage) for usage in spent if usage]
 
     def list(
         self,
