@@ -1,12 +1,15 @@
 """The editor's pages for issue 22 in Chromium: the "waiting for you" list answering a paused
-run's form, and the trigger editor (add, refuse a bad schedule, disable, delete)."""
+run's form, the same forms in the debug panel for a debug run paused inside map items, and
+the trigger editor (add, refuse a bad schedule, disable, delete)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from playwright.sync_api import Page, expect
 
+from support.mcp_server import mcp_tool_server
 from support.server import LiveServer, edge, example, flow, node
 
 
@@ -54,6 +57,108 @@ def test_a_waiting_run_is_answered_from_its_form(page: Page, server: LiveServer)
     resumed_id = notice.inner_text().split()[-1].rstrip(".")
     assert server.api.wait_for_run(resumed_id)["outputs"] == {"verdict": "approved with 4"}
     expect(page.get_by_text("No run is waiting for an answer.")).to_be_visible()
+
+
+def _map_review_flow() -> dict[str, Any]:
+    """Two drafts (the input's default), each approved or rejected by a person in a map item."""
+    one = {
+        "nodes": [
+            node("draft", "text_input", name="draft"),
+            node(
+                "approve",
+                "human_input",
+                message="Approve {{ d }}?",
+                inputs=["d"],
+                fields=[
+                    {"name": "urgent", "type": "boolean", "label": "Urgent", "required": False}
+                ],
+                choices=["approve", "reject"],
+            ),
+            node("ok", "template", template="{{ a.choice }} {{ a.urgent }}"),
+            node("no", "template", template="{{ a.choice }} {{ a.urgent }}"),
+            node("verdict", "output", name="verdict"),
+        ],
+        "edges": [
+            edge("draft", "approve.d"),
+            {**edge("approve", "ok.a"), "branch": "approve"},
+            {**edge("approve", "no.a"), "branch": "reject"},
+            edge("ok", "verdict"),
+            edge("no", "verdict"),
+        ],
+    }
+    document = flow(
+        [
+            node("drafts", "list_input", name="drafts", default=["memo", "note"]),
+            node("each", "map", subflow="one", item="draft", output="verdict"),
+            node("out", "output", name="verdicts"),
+        ],
+        [edge("drafts", "each.items"), edge("each", "out")],
+    )
+    document["subflows"] = {"one": one}
+    return document
+
+
+def test_a_debug_run_paused_in_map_items_is_answered_in_the_debug_panel(
+    page: Page, server: LiveServer
+) -> None:
+    server.api.create_app("e2e-debug-review")
+    server.api.save("e2e-debug-review", _map_review_flow())
+    page.goto("/#/apps/e2e-debug-review")
+    expect(page.get_by_test_id("canvas")).to_be_visible()
+    page.get_by_test_id("run").click()
+
+    waiting = page.get_by_test_id("debug-waiting")
+    expect(waiting).to_contain_text("The run waits for 2 answers")
+    first = waiting.get_by_test_id("human-request-each[0]/approve")
+    second = waiting.get_by_test_id("human-request-each[1]/approve")
+    expect(first).to_contain_text("Approve memo?")
+    expect(second).to_contain_text("Approve note?")
+    expect(page.get_by_text("The run failed")).to_have_count(0)  # a pause is no failure
+
+    first.get_by_label("Urgent").check()
+    first.get_by_role("button", name="approve").click()
+    expect(waiting).to_contain_text("The run waits for an answer")
+    expect(first).to_have_count(0)
+    second.get_by_role("button", name="reject").click()
+
+    # The panel follows the run that goes on: the items' answers are their nodes' outputs.
+    expect(page.get_by_test_id("debug-waiting")).to_have_count(0)
+    expect(page.get_by_test_id("run-status")).to_contain_text(re.compile("succeeded", re.I))
+    expect(page.get_by_test_id("run-outputs")).to_contain_text("approve True")
+    expect(page.get_by_test_id("run-outputs")).to_contain_text("reject")
+
+
+def test_the_mcp_tool_form_lists_the_servers_tools_with_their_schema(
+    page: Page, server: LiveServer
+) -> None:
+    with mcp_tool_server() as url:
+        server.api.create_app("e2e-mcp")
+        calls = flow(
+            [
+                node("text", "text_input", name="text"),
+                node("call", "mcp_tool", url=url, tool="add", inputs=["text"]),
+                node("out", "output", name="answer"),
+            ],
+            [edge("text", "call.text"), edge("call", "out")],
+        )
+        server.api.save("e2e-mcp", calls)
+        page.goto("/#/apps/e2e-mcp")
+        page.get_by_test_id("node-call").click()
+        tools = page.get_by_test_id("mcp-tools")
+        tools.get_by_role("button", name="List the server's tools").click()
+        picker = tools.get_by_label("Tool")
+        # The first MCP call loads the SDK in the server: room for it on a loaded machine.
+        expect(picker).to_have_value("add", timeout=30_000)  # the node's tool, listed
+        expect(tools.get_by_test_id("mcp-tool-schema")).to_contain_text("Add two integers.")
+        picker.select_option("shout")
+        schema = tools.get_by_test_id("mcp-tool-schema")
+        expect(schema).to_contain_text("Shout a text back")
+        expect(schema.get_by_test_id("mcp-arg-text")).to_contain_text("string")
+        expect(schema.get_by_test_id("mcp-arg-text")).to_contain_text("required")
+        expect(schema.get_by_test_id("mcp-arg-marks")).to_contain_text("integer")
+        expect(schema.get_by_test_id("mcp-arg-marks")).to_contain_text("default 1")
+        # Picking a tool sets the node's config: the Flow's JSON says so once saved.
+        expect(page.get_by_test_id("config-tool")).to_have_value("shout")
 
 
 def test_triggers_are_added_disabled_and_deleted(page: Page, server: LiveServer) -> None:

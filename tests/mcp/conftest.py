@@ -2,40 +2,14 @@
 
 from __future__ import annotations
 
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 
-from support.server import free_port, subprocess_environment
-
-TOOL_SERVER = Path(__file__).with_name("tool_server.py")
+from support.mcp_server import mcp_tool_server
 
 
 @pytest.fixture(scope="module")
 def tool_server_url() -> Iterator[str]:
-    port = free_port()
-    process = subprocess.Popen(
-        [sys.executable, str(TOOL_SERVER), "http", str(port)],
-        env=subprocess_environment(),
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
-    try:
-        deadline = time.monotonic() + 20
-        while True:
-            try:
-                socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-                break
-            except OSError:
-                if process.poll() is not None or time.monotonic() > deadline:
-                    raise RuntimeError("the MCP tool server did not start") from None
-                time.sleep(0.05)
-        yield f"http://127.0.0.1:{port}/mcp"
-    finally:
-        process.terminate()
-        process.wait(10)
+    with mcp_tool_server() as url:
+        yield url

@@ -23,6 +23,7 @@ import { RunToolbar } from "./parts/RunToolbar";
 import { Section } from "./parts/Section";
 import { Timeline } from "./parts/Timeline";
 import { ViewBoundary } from "./parts/ViewBoundary";
+import { WaitingForms } from "./parts/WaitingForms";
 import { emptyNode, idleState, isFinal, type RunState } from "./runState";
 import type { FlowDocument } from "./types";
 
@@ -78,6 +79,7 @@ export function DebugPanel({ flow, appSlug, selectedNodeId, onSelectNode, onNode
     <div className="dw-debug">
       <RunToolbar debug={debug} onRun={inputs.submit} onUseInputs={inputs.fields.length > 0 ? inputs.fillFrom : undefined} />
       <RunAlerts debug={debug} onSelectNode={onSelectNode} />
+      <WaitingForms run={run} flow={flow} onResumed={(id) => void debug.openRun(id)} />
 
       <div className="dw-grid">
         <InputsArea inputs={inputs} debug={debug} />

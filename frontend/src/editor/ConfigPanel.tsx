@@ -4,6 +4,7 @@
 import { memo, useEffect, useMemo, useState } from "react";
 import type { BlockSpec, ErrorPolicy, Problem } from "../api/types";
 import { SchemaForm } from "../forms/SchemaForm";
+import { McpToolPicker } from "../forms/McpToolPicker";
 import { ModelPicker } from "../forms/ModelPicker";
 import { blockIcon, blockKind, blockTitle } from "./blockTitle";
 import { ErrorPolicyField } from "./ErrorPolicyField";
@@ -117,15 +118,20 @@ function ConfigForm({ node, spec, secrets, problems, fields, onConfig }: {
     };
   }, [spec, fields, config, id, onConfig]);
   return (
-    <SchemaForm
-      key={id}
-      schema={spec.config_schema}
-      value={config}
-      secrets={secrets}
-      fieldErrors={fieldErrors}
-      fold={fold}
-      onChange={(next, field) => onConfig(id, next, field)}
-    />
+    <>
+      <SchemaForm
+        key={id}
+        schema={spec.config_schema}
+        value={config}
+        secrets={secrets}
+        fieldErrors={fieldErrors}
+        fold={fold}
+        onChange={(next, field) => onConfig(id, next, field)}
+      />
+      {spec.name === "mcp_tool" && (
+        <McpToolPicker key={`${id}-mcp`} config={config} onPick={(tool) => onConfig(id, { ...config, tool }, "tool")} />
+      )}
+    </>
   );
 }
 

@@ -2,8 +2,8 @@
 // the run on the server (any replica) and the request leaves the list.
 
 import { useCallback, useEffect, useState } from "react";
-import { ApiError } from "../api/http";
-import { fieldValue, humanApi, type HumanRequest } from "./api";
+import { humanApi, type Answered, type HumanRequest } from "./api";
+import { RequestForm } from "./RequestForm";
 
 export function WaitingPage() {
   const [requests, setRequests] = useState<HumanRequest[] | null>(null);
@@ -22,65 +22,20 @@ export function WaitingPage() {
         </h1>
       </header>
       {error && <p role="alert">{error}</p>}
-      {resumed && <p data-testid="human-resumed">Answered: the run goes on as {resumed}.</p>}
+      {resumed && <p data-testid="human-resumed">{resumed}</p>}
       {requests?.length === 0 && <p className="muted">No run is waiting for an answer.</p>}
       {requests?.map((r) => (
-        <RequestForm key={r.id} request={r} onAnswered={(runId) => (setResumed(runId), refresh())} />
+        <RequestForm key={r.id} request={r} onAnswered={(done) => (setResumed(answeredText(done)), refresh())} />
       ))}
     </div>
   );
 }
 
-export function RequestForm({ request, onAnswered }: { request: HumanRequest; onAnswered: (runId: string) => void }) {
-  const [texts, setTexts] = useState<Record<string, string>>({});
-  const [problem, setProblem] = useState<string | null>(null);
-  const submit = (choice: string | null) => {
-    const values: Record<string, unknown> = {};
-    for (const field of request.form.fields) {
-      const text = texts[field.name];
-      if (text !== undefined && text !== "") values[field.name] = fieldValue(field.type, text);
-    }
-    humanApi.answer(request.id, values, choice).then(
-      (done) => onAnswered(done.run_id),
-      (e: unknown) => setProblem(e instanceof ApiError ? e.message : String(e)),
-    );
-  };
-  const choices = request.form.choices;
-  return (
-    <section className="eval-box" aria-label={`Request ${request.id}`} data-testid={`human-request-${request.node}`}>
-      <p className="human-message">{request.message}</p>
-      <p className="muted">
-        run <code>{request.run_id}</code>, node <code>{request.node}</code>
-        {request.expires_at && <> — answer before {new Date(request.expires_at).toLocaleString()}</>}
-      </p>
-      {request.form.fields.map((field) => (
-        <label key={field.name} className="human-field">
-          {field.label || field.name}
-          {field.required && field.default == null ? " *" : ""}
-          <input
-            className="input"
-            aria-label={field.label || field.name}
-            type={field.type === "integer" || field.type === "number" ? "number" : "text"}
-            placeholder={field.default == null ? "" : String(field.default)}
-            value={texts[field.name] ?? ""}
-            onChange={(e) => setTexts({ ...texts, [field.name]: e.target.value })}
-          />
-        </label>
-      ))}
-      <div className="human-actions">
-        {choices.length === 0 ? (
-          <button className="btn btn-primary" onClick={() => submit(null)}>
-            Answer
-          </button>
-        ) : (
-          choices.map((choice) => (
-            <button key={choice} className="btn btn-primary" onClick={() => submit(choice)}>
-              {choice}
-            </button>
-          ))
-        )}
-      </div>
-      {problem && <p role="alert">{problem}</p>}
-    </section>
-  );
+/** What the page says an answer did. */
+export function answeredText(done: Answered): string {
+  if (done.run_id !== null) return `Answered: the run goes on as ${done.run_id}.`;
+  const more = done.waiting_for ?? 0;
+  return more > 0
+    ? `Answered: the run still waits for ${more} more answer${more === 1 ? "" : "s"}.`
+    : "Answered: the run goes on in a moment.";
 }

@@ -49,10 +49,28 @@ export interface Firing {
   error: string | null;
 }
 
+/** What an answer did: the continuing run, or (run_id null) the paused run still waits for
+ *  `waiting_for` other answers (several map items may wait at once). */
+export interface Answered {
+  run_id: string | null;
+  status: "running" | "waiting";
+  waiting_for?: number;
+}
+
 export const humanApi = {
   waiting: () => request<{ items: HumanRequest[] }>("GET", "/api/v1/human/requests").then((r) => r.items),
-  answer: (id: string, values: Record<string, unknown>, choice: string | null) =>
-    request<{ run_id: string }>("POST", `/api/v1/human/requests/${encodeURIComponent(id)}/answer`, { values, choice }),
+  /** The requests one run waits on (the debug panel's run). */
+  ofRun: (runId: string) =>
+    request<{ items: HumanRequest[] }>("GET", `/api/v1/human/requests?run_id=${encodeURIComponent(runId)}`).then(
+      (r) => r.items,
+    ),
+  /** `flow`: for a debug run of an unsaved flow, the canvas's flow to go on with. */
+  answer: (id: string, values: Record<string, unknown>, choice: string | null, flow?: unknown) =>
+    request<Answered>("POST", `/api/v1/human/requests/${encodeURIComponent(id)}/answer`, {
+      values,
+      choice,
+      ...(flow === undefined ? {} : { flow }),
+    }),
 };
 
 export const triggersApi = {

@@ -1,0 +1,37 @@
+// The requests a paused debug run waits on (human_input nodes, also inside map items and
+// sub-flows): fetched once the run has stopped to wait, dropped when another run is shown.
+
+import { useCallback, useEffect, useState } from "react";
+import { humanApi, type HumanRequest } from "../../integrations/api";
+import type { RunState } from "../runState";
+
+/** The code of a run that stopped to wait for a person (runtime/pause.py). */
+export const WAITING_FOR_HUMAN = "waiting_for_human";
+
+export function isPaused(run: RunState): boolean {
+  return run.error?.code === WAITING_FOR_HUMAN;
+}
+
+export function useWaitingRequests(run: RunState): {
+  requests: HumanRequest[];
+  error: string | null;
+  reload: () => void;
+} {
+  const paused = isPaused(run) && run.runId !== null;
+  const runId = paused ? run.runId : null;
+  const [requests, setRequests] = useState<HumanRequest[]>([]);
+  const [error, setError] = useState<string | null>(null);
+  const reload = useCallback(() => {
+    if (runId === null) return;
+    humanApi.ofRun(runId).then(
+      (items) => (setRequests(items.filter((r) => r.status === "waiting")), setError(null)),
+      (e: unknown) => setError(e instanceof Error ? e.message : String(e)),
+    );
+  }, [runId]);
+  useEffect(() => {
+    setRequests([]);
+    setError(null);
+    reload();
+  }, [reload]);
+  return { requests, error, reload };
+}

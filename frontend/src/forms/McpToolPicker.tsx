@@ -1,0 +1,90 @@
+// The mcp_tool block's server, shown: its tools listed from the server itself, one picked
+// as the node's `tool`, and the picked tool's input schema (each argument's type, whether it
+// is required, its description) so the node's `inputs` and `arguments` can be filled in.
+
+import { useState } from "react";
+import { ApiError } from "../api/http";
+import { argumentsOf, listMcpTools, serverOf, type McpTool } from "./mcpTools";
+
+export function McpToolPicker({
+  config,
+  onPick,
+}: {
+  config: Record<string, unknown>;
+  onPick: (tool: string) => void;
+}) {
+  const [tools, setTools] = useState<McpTool[] | null>(null);
+  const [problem, setProblem] = useState<string | null>(null);
+  const [loading, setLoading] = useState(false);
+  const server = serverOf(config);
+  const list = () => {
+    if (server === null) return;
+    setLoading(true);
+    setProblem(null);
+    listMcpTools(server).then(
+      (found) => (setLoading(false), setTools(found)),
+      (e: unknown) => (setLoading(false), setProblem(e instanceof ApiError ? e.message : String(e))),
+    );
+  };
+  const chosen = tools?.find((t) => t.name === config.tool) ?? null;
+  return (
+    <div className="mcp-tools" data-testid="mcp-tools">
+      <button type="button" className="btn" disabled={server === null || loading} onClick={list}>
+        {loading ? "Listing tools…" : tools === null ? "List the server's tools" : "List again"}
+      </button>
+      {server === null && <span className="muted"> Give the server's url (or command) first.</span>}
+      {problem && <p role="alert">{problem}</p>}
+      {tools !== null && (
+        <label className="field">
+          Tool
+          <select aria-label="Tool" value={chosen?.name ?? ""} onChange={(e) => onPick(e.target.value)}>
+            <option value="" disabled>
+              {tools.length === 0 ? "the server lists no tool" : "pick a tool"}
+            </option>
+            {tools.map((t) => (
+              <option key={t.name} value={t.name}>
+                {t.title && t.title !== t.name ? `${t.name} — ${t.title}` : t.name}
+              </option>
+            ))}
+          </select>
+        </label>
+      )}
+      {chosen && <ToolSchema tool={chosen} />}
+    </div>
+  );
+}
+
+function ToolSchema({ tool }: { tool: McpTool }) {
+  const args = argumentsOf(tool);
+  return (
+    <div data-testid="mcp-tool-schema">
+      {tool.description && <p className="muted">{tool.description}</p>}
+      {args.length === 0 ? (
+        <p className="muted">It takes no arguments.</p>
+      ) : (
+        <table className="mcp-args">
+          <thead>
+            <tr>
+              <th>argument</th>
+              <th>type</th>
+              <th />
+              <th>description</th>
+            </tr>
+          </thead>
+          <tbody>
+            {args.map((a) => (
+              <tr key={a.name} data-testid={`mcp-arg-${a.name}`}>
+                <td>
+                  <code>{a.name}</code>
+                </td>
+                <td>{a.type}</td>
+                <td>{a.required ? "required" : a.default === undefined ? "optional" : `default ${JSON.stringify(a.default)}`}</td>
+                <td>{a.description}</td>
+              </tr>
+            ))}
+          </tbody>
+        </table>
+      )}
+    </div>
+  );
+}
