@@ -9,7 +9,7 @@ repository per aggregate, in one style (see store/apps.py):
 
 A new aggregate: its tables in a `*_models.py` (imported below) with a migration, and a
 `<aggregate>.py` here with its repository. Runs (services/runs) keep SQLAlchemy Core for the
-hot write path; AutoTQA's repositories are in store/tqa/.
+hot write path; AutoTQA's repositories are store/tqa_*.py.
 """
 
 # The evaluation tables live in their own module; importing it here puts them on
