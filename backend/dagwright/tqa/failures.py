@@ -46,18 +46,6 @@ class ToolChoiceError(TqaError):
     code = "tool_choice"
 
 
-class ToolFailedError(TqaError):
-    """A tool ran and reported a failure on its `error` output (its code, or `tool_error`
-    when the tool gave none)."""
-
-    code = "tool_error"
-
-    def __init__(self, message: str, code: str | None = None) -> None:
-        super().__init__(message)
-        if code is not None:
-            self.code = code
-
-
 class ConversationEnded(TqaError):
     """Why a conversation ended without an answer."""
 
