@@ -53,7 +53,8 @@ def load(rows: int, folder: Path) -> None:
 
 
 def run_engine(folder: Path) -> list[tuple[str, int, float]]:
-    from dagwright.data import Catalog, QueryEngine
+    from dagwright.data.catalog import Catalog
+    from dagwright.data.engine import QueryEngine
 
     catalog = Catalog.from_config(
         {

@@ -19,8 +19,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dagwright.data import Catalog, Connector, Filter, Split, TableInfo, connector_kinds
-from dagwright.data.catalog import RefusedSource, create_connector
+from dagwright.data.catalog import Catalog, RefusedSource, create_connector
+from dagwright.data.connector import Connector, Filter, Split, TableInfo
 from dagwright.data.connectors import (
     FilesConnector,
     HttpJsonConnector,
@@ -28,6 +28,7 @@ from dagwright.data.connectors import (
     MysqlConnector,
     PostgresConnector,
     SqliteConnector,
+    connector_kinds,
     register_connector,
 )
 from dagwright.data.connectors.common import SourcePathError, SourcePaths

@@ -20,13 +20,14 @@ import pyarrow.parquet as pq
 import pymysql
 import pytest
 
-from dagwright.data import Catalog, QueryEngine
+from dagwright.data.catalog import Catalog
 from dagwright.data.demo import (
     billing_table_infos,
     generate_billing,
     load_billing,
     load_figure1,
 )
+from dagwright.data.engine import QueryEngine
 
 POSTGRES_URL = os.environ.get(
     "DAGWRIGHT_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"

@@ -18,7 +18,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from dagwright.data import Catalog, QueryEngine, QueryLimits
+from dagwright.data.catalog import Catalog
 from dagwright.data.connectors import (
     FilesConnector,
     HttpJsonConnector,
@@ -26,7 +26,8 @@ from dagwright.data.connectors import (
     MysqlConnector,
     PostgresConnector,
 )
-from dagwright.data.engine import parse_size
+from dagwright.data.engine import QueryEngine
+from dagwright.data.limits import QueryLimits, parse_size
 from dagwright.errors import DataSourceError, QueryError, SqlRefusedError
 from dagwright.secrets import MappingSecrets
 from support.data_sources import (

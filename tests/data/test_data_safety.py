@@ -18,9 +18,10 @@ from typing import Any
 import duckdb
 import pytest
 
-from dagwright.data import Catalog, QueryEngine, check_sql
+from dagwright.data.catalog import Catalog
 from dagwright.data.connectors import MemoryConnector, SqliteConnector
-from dagwright.data.safety import MAX_SQL_BYTES, MAX_SQL_DEPTH
+from dagwright.data.engine import QueryEngine
+from dagwright.data.safety import MAX_SQL_BYTES, MAX_SQL_DEPTH, check_sql
 from dagwright.errors import SqlRefusedError
 
 HOSTILE = [

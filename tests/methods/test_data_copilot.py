@@ -18,9 +18,10 @@ from typing import Any
 import psycopg
 import pytest
 
-from dagwright.data import Catalog, QueryEngine
+from dagwright.data.catalog import Catalog
 from dagwright.data.connectors.common import SOURCE_ROOTS_ENV
 from dagwright.data.demo import generate_billing, load_billing
+from dagwright.data.engine import QueryEngine
 from dagwright.llm.gateway import LLMGateway
 from dagwright.methods.data_copilot.library import InterfaceLibrary
 from dagwright.methods.data_copilot.plan import PlanError, parse

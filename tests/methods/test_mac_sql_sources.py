@@ -12,8 +12,10 @@ from typing import Any
 
 import pytest
 
-from dagwright.data import Catalog, QueryEngine, QueryLimits
+from dagwright.data.catalog import Catalog
 from dagwright.data.connectors import MysqlConnector, PostgresConnector
+from dagwright.data.engine import QueryEngine
+from dagwright.data.limits import QueryLimits
 from dagwright.llm.gateway import LLMGateway
 from dagwright.registry import Registry
 from dagwright.runtime import Executor, ExecutorOptions, NodeFinished, compile_flow, parse_flow

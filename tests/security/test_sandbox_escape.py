@@ -29,7 +29,7 @@ from typing import Any
 import pyarrow as pa
 import pytest
 
-from dagwright.data import sandbox
+import dagwright.data.sandbox as sandbox
 from dagwright.data.isolation import (
     ENV_ALLOW_UNISOLATED,
     ENV_BWRAP,

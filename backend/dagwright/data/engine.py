@@ -37,7 +37,6 @@ import datetime
 import decimal
 import math
 import os
-import re
 import secrets
 import threading
 import time
@@ -52,8 +51,9 @@ from sqlglot.errors import ParseError, TokenError
 
 from dagwright.data.catalog import Catalog, TableRef
 from dagwright.data.connector import TableInfo
+from dagwright.data.limits import QueryLimits
 from dagwright.data.planner import Plan, plan_query
-from dagwright.data.safety import DIALECT, MAX_SQL_BYTES, MAX_SQL_DEPTH, check_sql
+from dagwright.data.safety import DIALECT, check_sql
 from dagwright.data.streams import SourceStream
 from dagwright.errors import DataError, DataSourceError, QueryError, SqlRefusedError
 
@@ -64,47 +64,6 @@ RESULT_BATCH_ROWS = 8_192
 # How often the memory watchdog reads the process's resident memory.
 WATCH_INTERVAL_S = 0.02
 MAX_EXPRESSION_DEPTH = 200
-
-
-@dataclass(frozen=True)
-class QueryLimits:
-    """``memory_limit`` is DuckDB's (its buffer manager); ``max_memory_growth`` how much the
-    whole process may grow while a query runs before the watchdog stops it (None: 1.25 x
-    ``memory_limit``). ``temp_directory``: where DuckDB may spill what does not fit in memory,
-    at most ``max_temp_directory_size`` (None: it never spills). ``grace_s``: how long past
-    its deadline a query may take to stop before the caller is answered anyway;
-    ``max_overruns``: queries allowed to go on running past their deadline at once."""
-
-    max_rows: int = 10_000
-    timeout_s: float = 30.0
-    memory_limit: str = "2GB"
-    threads: int = 2
-    max_sql_bytes: int = MAX_SQL_BYTES
-    max_sql_depth: int = MAX_SQL_DEPTH
-    max_result_bytes: int = 64 * 2**20
-    max_memory_growth: str | None = None
-    temp_directory: str | None = None
-    max_temp_directory_size: str = "1GB"
-    grace_s: float = 0.2
-    max_overruns: int = 2
-
-    def memory_growth_bytes(self) -> int:
-        if self.max_memory_growth is not None:
-            return parse_size(self.max_memory_growth)
-        return parse_size(self.memory_limit) * 5 // 4
-
-
-_UNITS = {"": 1, "b": 1, "k": 1000, "m": 1000**2, "g": 1000**3, "t": 1000**4}
-
-
-def parse_size(text: str) -> int:
-    """Bytes in a size as DuckDB writes it: "2GB", "512MiB", "1.5 GB", "1000"."""
-    match = re.fullmatch(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([kmgt]?)(i?)b?\s*", text.lower())
-    if match is None:
-        raise ValueError(f"{text!r} is not a size (e.g. 2GB, 512MiB)")
-    number, unit, binary = match.groups()
-    scale = 1024 ** "bkmgt".index(unit or "b") if binary or unit == "" else _UNITS[unit]
-    return int(float(number) * scale)
 
 
 @dataclass
@@ -183,9 +142,9 @@ def json_value(value: Any) -> Any:
 class QueryEngine:
     """Runs SQL over the catalog's tables. Thread-safe: each query has its own cursor."""
 
-    def __init__(self, catalog: Catalog, limits: QueryLimits = QueryLimits()) -> None:
+    def __init__(self, catalog: Catalog, limits: QueryLimits | None = None) -> None:
         self.catalog = catalog
-        self.limits = limits
+        self.limits = limits = limits or QueryLimits()
         self._connection = duckdb.connect(
             ":memory:",
             config={

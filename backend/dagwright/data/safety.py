@@ -53,18 +53,13 @@ from sqlglot.dialects.dialect import Dialect
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokenizer_core import Token, TokenType
 
+from dagwright.data.limits import MAX_SQL_BYTES, MAX_SQL_DEPTH
 from dagwright.errors import SqlRefusedError
 
 DIALECT = "duckdb"
 
 STARTS = {TokenType.SELECT, TokenType.WITH, TokenType.FROM, TokenType.L_PAREN}
 
-# Rule 0: measured with sqlglot 30 (pure Python). 32 KiB costs up to ~3 s of CPU to check and
-# plan (an IN list of 16,000 numbers) and is far above any query a person or a model writes;
-# 32 levels of brackets parse within Python's default recursion limit with room to spare
-# (the parser fails near 40).
-MAX_SQL_BYTES = 32_768
-MAX_SQL_DEPTH = 32
 # And after parsing, before planning: sqlglot's planning (scopes, column qualification) is
 # quadratic in the number of SELECTs, tables and columns (800 UNION arms: 18 s; 10,000 select
 # items: 17 s). These caps keep it near a second at worst.

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import csv
+import importlib.util
 import json
 import os
 import re
@@ -153,12 +154,9 @@ def _collection(name: str) -> str:
 
 
 def default_local_engine() -> str:
-    """ "edge" when qdrant-edge-py is installed, else "client"."""
-    try:
-        import qdrant_edge  # noqa: F401
-    except ImportError:
-        return "client"
-    return "edge"
+    """ "edge" when qdrant-edge-py is installed, else "client" (looked up, not imported:
+    a server start builds the store without opening it)."""
+    return "edge" if importlib.util.find_spec("qdrant_edge") is not None else "client"
 
 
 class ExampleStore:

@@ -33,8 +33,9 @@ from dagwright.store.db import session
 from dagwright.tabular import TableAccess
 
 if TYPE_CHECKING:
-    from dagwright.data import QueryEngine, QueryLimits
     from dagwright.data.connectors.common import SourcePaths
+    from dagwright.data.engine import QueryEngine
+    from dagwright.data.limits import QueryLimits
     from dagwright.tabular import EmbedderFactory
 
 # The data layer (DuckDB, Arrow) is imported on first use: a server start does not pay for it.
@@ -45,7 +46,7 @@ Origin = Literal["file", "demo", "api"]
 def query_limits(settings: Settings) -> QueryLimits:
     """The engine's limits: the defaults of QueryLimits, with what DAGWRIGHT_QUERY_MEMORY,
     DAGWRIGHT_QUERY_THREADS, DAGWRIGHT_QUERY_TEMP_DIR and DAGWRIGHT_QUERY_TEMP_SIZE say."""
-    from dagwright.data import QueryLimits
+    from dagwright.data.limits import QueryLimits
 
     given: dict[str, Any] = {
         "memory_limit": settings.query_memory,  # DuckDB's memory limit, e.g. "2GB"
@@ -150,8 +151,9 @@ def engine_over(
     ``paths`` (default: the environment's rule), to which the demo sources' folders are added
     (dagwright builds them itself). A source with a forbidden path stays in the catalog as
     one that answers `source_path_forbidden`: the others go on working."""
-    from dagwright.data import Catalog, QueryEngine
+    from dagwright.data.catalog import Catalog
     from dagwright.data.connectors.common import SourcePaths
+    from dagwright.data.engine import QueryEngine
 
     rule = SourcePaths.from_environment() if paths is None else paths
     demo = [Path(e.config["path"]).parent for e in entries.values() if e.origin == "demo"]
@@ -159,7 +161,7 @@ def engine_over(
     catalog = Catalog.from_config(
         config, secrets, paths=rule.with_roots(demo), defer_path_refusals=True
     )
-    from dagwright.data import QueryLimits
+    from dagwright.data.limits import QueryLimits
 
     return QueryEngine(catalog, limits or QueryLimits())
 
@@ -252,7 +254,7 @@ class DataSourceService(TableAccess):
                 f"data source {name!r} comes from the settings file or the demo; change it there",
                 "source_not_editable",
             )
-        from dagwright.data import create_connector
+        from dagwright.data.catalog import create_connector
 
         settings = {**config, "kind": kind}
         # A forbidden file or SQLite path is refused here (source_path_forbidden, 400).

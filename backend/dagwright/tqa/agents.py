@@ -10,13 +10,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import httpx
-
 from dagwright.errors import DagwrightError
 from dagwright.registry import Usage
 from dagwright.runtime.events import NodeUsage
 
 if TYPE_CHECKING:
+    import httpx
+
     from dagwright.services.apps import AppService
     from dagwright.services.runs.service import RunService
 
@@ -138,6 +138,10 @@ class HttpAgentCaller(AgentCaller):
         default_key: str | None = None,
         client: httpx.AsyncClient | None = None,
     ) -> None:
+        # httpx (with its command line's rich) costs a server's start-up ~0.2 s of CPU; only
+        # the HTTP caller needs it.
+        import httpx
+
         self._keys = dict(keys or {})
         self._default_key = default_key
         self._client = client or httpx.AsyncClient(base_url=base_url, timeout=None)
@@ -148,6 +152,8 @@ class HttpAgentCaller(AgentCaller):
     async def call(
         self, app: str, inputs: Mapping[str, Any], *, time_limit: float | None = None
     ) -> AgentReply:
+        import httpx
+
         key = self._keys.get(app, self._default_key)
         headers = {"Authorization": f"Bearer {key}"} if key else {}
         started = time.perf_counter()
