@@ -13,7 +13,7 @@
    published call.
 The server runs one process per core (`dagwright serve --workers N`; --workers here).
 
-Targets: at least 1,000 requests/s; cold start under 1.5 s.
+Targets: at least 1,500 requests/s with p99 <= 100 ms; cold start under 1.5 s.
 Run: .venv/bin/python benchmarks/server_throughput.py [--seconds 20] [--connections 100]
      [--load-generator auto|wrk|python]
 """
@@ -37,7 +37,8 @@ from pathlib import Path
 import httpx
 
 ROOT = Path(__file__).resolve().parents[1]
-TARGET_RPS = 1000.0
+TARGET_RPS = 1500.0
+TARGET_P99_MS = 100.0
 TARGET_COLD_START = 1.5
 
 
@@ -217,6 +218,21 @@ def run_python_load(url: str, key: str, seconds: int, connections: int) -> dict[
     return asyncio.run(_python_load(url, key, seconds, connections))
 
 
+def tree_cpu_seconds(root: int) -> float:
+    """User + system CPU so far of a process and its live children (the server's workers)."""
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue  # gone meanwhile
+        pid, parent = int(stat.parent.name), int(fields[1])
+        if root in (pid, parent):
+            total += int(fields[11]) + int(fields[12])
+    return total / ticks
+
+
 def count_runs(data_dir: Path) -> int:
     import sqlite3
 
@@ -265,8 +281,10 @@ def main() -> int:
             httpx.post(url, json={"inputs": {"name": "w"}}, headers=headers)
         before = count_runs(data_dir)
         load = run_wrk if generator == "wrk" else run_python_load
+        server_cpu = tree_cpu_seconds(server.pid)
         figures = load(url, key, args.seconds, args.connections)
         time.sleep(0.5)  # the last group commit
+        server_cpu = tree_cpu_seconds(server.pid) - server_cpu
         recorded = count_runs(data_dir) - before
     finally:
         server.terminate()
@@ -277,16 +295,24 @@ def main() -> int:
         f"published trivial flow, {args.connections} connections for {args.seconds} s "
         f"({generator} on the same machine), SQLite, {args.workers} server process(es)"
     )
-    ok = figures["rps"] >= TARGET_RPS
-    verdict = ("ok" if ok else "UNDER TARGET") if generator == "wrk" else "not judged: no wrk"
+    ok = figures["rps"] >= TARGET_RPS and figures["p99"] <= TARGET_P99_MS
+    verdict = ("ok" if ok else "MISSED") if generator == "wrk" else "not judged: no wrk"
     ok |= generator != "wrk"
     print(
-        f"  {figures['rps']:.0f} requests/s (target >= {TARGET_RPS:g}: "
-        f"{verdict}), p50 {figures['p50']:.1f} ms, "
-        f"p99 {figures['p99']:.1f} ms, non-2xx {int(figures['errors'])}"
+        f"  {figures['rps']:.0f} requests/s, p50 {figures['p50']:.1f} ms, "
+        f"p99 {figures['p99']:.1f} ms (target >= {TARGET_RPS:g}/s with p99 <= "
+        f"{TARGET_P99_MS:g} ms: {verdict}), non-2xx {int(figures['errors'])}"
     )
     # More runs than answers: the calls still in flight when wrk stopped were recorded too.
     print(f"  runs recorded: {recorded} for {answered} answered requests")
+    # The figure to trust on a shared machine: the server's own CPU per request. 2 cores
+    # serving TARGET_RPS leave 2 / TARGET_RPS s per request for server and load generator.
+    per_request = server_cpu / max(1, figures["requests"]) * 1e3
+    budget = 2 / TARGET_RPS * 1e3
+    print(
+        f"  server CPU per request (all its processes): {per_request:.2f} ms; 2 cores at "
+        f"{TARGET_RPS:g} runs/s allow {budget:.2f} ms with the load generator's share"
+    )
 
     began = time.perf_counter()
     server = start_server(data_dir, port, 1)

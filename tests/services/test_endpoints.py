@@ -3,6 +3,7 @@ them is answered at once, though the cache would keep its entries for an hour.""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterator
 
 import pytest
@@ -120,3 +121,29 @@ def test_every_change_is_announced_once_committed(
         ("key", "revoked", None),
         ("app", "deleted", False),
     ]
+
+
+class CountingApps(AppService):
+    """The real app service, counting the reads the resolver makes of it."""
+
+    reads = 0
+
+    def get_app(self, ref: str) -> App:
+        self.reads += 1
+        return super().get_app(ref)
+
+
+async def test_callers_missing_together_share_one_read_and_a_stale_entry_is_refreshed_once(
+    engine: Engine, apps: AppService, keys: KeyService
+) -> None:
+    apps.create_app("herd", "Herd")
+    counting = CountingApps(engine, registry())
+    resolver = EndpointResolver(counting, keys, ttl=0.2)
+    cold = await asyncio.gather(*(resolver.app("herd") for _ in range(50)))
+    assert {app.name for app in cold} == {"Herd"}
+    assert counting.reads == 1
+    await asyncio.sleep(0.3)  # expired: answered from the old entry while one read refreshes
+    stale = await asyncio.gather(*(resolver.app("herd") for _ in range(50)))
+    assert {app.name for app in stale} == {"Herd"}
+    await asyncio.sleep(0.1)
+    assert counting.reads == 2

@@ -68,9 +68,11 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
             allow_headers=["*"],
         )
     for module in (
+        # First: the published endpoints are the hot path, and routes are matched in order
+        # (about 7% of a trivial published call went to trying the other routes first).
+        published,
         apps,
         runs,
-        published,
         keys,
         examples,
         data,

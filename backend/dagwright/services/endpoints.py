@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
@@ -37,24 +38,52 @@ class _Entry(Generic[T]):
 
 
 class _TtlCache(Generic[T]):
+    """Entries kept `ttl` seconds, each loaded by one database read in a thread however many
+    callers miss it at once. An expired entry is still answered while its one refresh runs:
+    under load every entry used to expire for all callers together, and each started a read
+    of its own — a hundred reads queued on the loop's few threads every `ttl` seconds, which
+    was the published endpoints' p99 (benchmarks/server_throughput.py)."""
+
     def __init__(self, ttl: float, size: int = 4096) -> None:
         self._ttl = ttl
         self._size = size
         self._entries: dict[str, _Entry[T]] = {}
+        self._loading: dict[str, asyncio.Future[T | None]] = {}
+        self._generation = 0  # a load started before a clear() must not refill the cache
 
-    def get(self, key: str) -> T | None:
+    async def get(self, key: str, load: Callable[[], T | None]) -> T | None:
+        """The entry for `key`, loading it (`load` in a thread) when absent or expired; a
+        None from `load` is not kept, and drops what was kept."""
         entry = self._entries.get(key)
-        if entry is None or entry.expires < time.monotonic():
-            return None
-        return entry.value
+        if entry is not None and entry.expires >= time.monotonic():
+            return entry.value
+        pending = self._loading.get(key)
+        if pending is None:
+            pending = asyncio.ensure_future(asyncio.to_thread(load))
+            self._loading[key] = pending
+            generation = self._generation
+            pending.add_done_callback(lambda done: self._loaded(key, generation, done))
+        if entry is not None:
+            return entry.value
+        return await asyncio.shield(pending)
 
-    def put(self, key: str, value: T) -> None:
+    def _loaded(self, key: str, generation: int, done: asyncio.Future[T | None]) -> None:
+        if self._loading.get(key) is done:
+            del self._loading[key]
+        if generation != self._generation:
+            return
+        value = None if done.cancelled() or done.exception() is not None else done.result()
+        if value is None:  # not found, failed: the next caller asks the database itself
+            self._entries.pop(key, None)
+            return
         if len(self._entries) >= self._size:
             self._entries.clear()  # rare: a cache this size is a working set, not a store
         self._entries[key] = _Entry(value, time.monotonic() + self._ttl)
 
     def clear(self) -> None:
+        self._generation += 1
         self._entries.clear()
+        self._loading.clear()
 
 
 class EndpointResolver:
@@ -68,28 +97,19 @@ class EndpointResolver:
         keys.changes.subscribe(self._forget)
 
     async def key(self, plaintext: str) -> ApiKey | None:
-        digest = key_hash(plaintext)
-        found = self._verified.get(digest)
-        if found is None:
-            found = await asyncio.to_thread(self._keys.verify, plaintext)
-            if found is not None:  # unknown keys are not cached: a new key works at once
-                self._verified.put(digest, found)
-        return found
+        # Unknown keys are not cached (a None is not kept): a new key works at once.
+        return await self._verified.get(key_hash(plaintext), lambda: self._keys.verify(plaintext))
 
     async def app(self, ref: str) -> App:
-        found = self._app_rows.get(ref)
-        if found is None:
-            found = await asyncio.to_thread(self._apps.get_app, ref)
-            self._app_rows.put(ref, found)
+        found = await self._app_rows.get(ref, lambda: self._apps.get_app(ref))
+        assert found is not None  # get_app raises NotFoundError
         return found
 
     async def endpoint(self, app_ref: str, version: str | None) -> Endpoint:
         """The app and the compiled version a call runs: the published one unless pinned."""
         cache_key = f"{app_ref}\0{version or ''}"
-        found = self._endpoints.get(cache_key)
-        if found is None:
-            found = await asyncio.to_thread(self._resolve, app_ref, version)
-            self._endpoints.put(cache_key, found)
+        found = await self._endpoints.get(cache_key, lambda: self._resolve(app_ref, version))
+        assert found is not None  # _resolve raises NotFoundError
         return found
 
     def _resolve(self, app_ref: str, version: str | None) -> Endpoint:

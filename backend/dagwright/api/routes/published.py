@@ -8,6 +8,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 from fastapi.sse import EventSourceResponse
 
+from dagwright.api.jsontext import SafeJSONResponse
 from dagwright.api.routes.access import app_for_key
 from dagwright.api.schemas import RunIn
 from dagwright.api.state import Services, services
@@ -65,7 +66,9 @@ async def run_published(app: str, body: RunIn, request: Request, s: Deps) -> Any
         return _accepted(live.run_id, "running")
     if body.stream:
         return EventSourceResponse(run_events(live))
-    return result_body(await live.wait())
+    # A response, not a dict: the body is JSON-ready already, and FastAPI's encoder would
+    # walk it again (a few % of a published call).
+    return SafeJSONResponse(result_body(await live.wait()))
 
 
 def _accepted(run_id: str, status: str) -> JSONResponse:
