@@ -346,3 +346,28 @@ def test_stored_trace_labels_scripted_answers(api: Api) -> None:
     assert nodes["ask"]["usage"]["model"]
     assert nodes["ask"]["usage"]["calls"] == 1
     assert nodes["q"]["usage"] is None
+
+
+DEMO_QUESTION = "What is the year-end bonus for Tom?"  # one the scripted model knows
+
+
+def test_a_model_call_streams_as_a_usage_message_and_is_stored_with_its_node(api: Api) -> None:
+    body = {"flow": example("answer_question"), "inputs": {"question": DEMO_QUESTION}}
+    with api.http.stream("POST", "/api/v1/runs/debug", json=body) as response:
+        events = sse_events(response)
+    usage = [e.data for e in events if e.event == "node_message" and e.data["kind"] == "usage"]
+    assert len(usage) == 1
+    data = usage[0]["data"]
+    assert usage[0]["node"] == "answer"
+    assert (data["provider"], data["scripted"], data["calls"]) == ("scripted", True, 1)
+    assert data["prompt_tokens"] > 0
+    assert {"model", "latency", "attempts", "tokens_estimated", "cost"} <= set(data)
+    record = api.get_run(events[-1].data["run_id"])
+    assert record["usage"] == {
+        "prompt_tokens": data["prompt_tokens"],
+        "completion_tokens": data["completion_tokens"],
+        "cost": data["cost"],
+        "calls": 1,
+    }
+    stored = {n["node"]: n for n in record["nodes"]}["answer"]["usage"]
+    assert stored == {**record["usage"], "model": data["model"], "scripted": True}
