@@ -64,7 +64,7 @@ async def services(folder: Path) -> AsyncIterator[Any]:
     # dagwright.blocks at install, which mypy does not follow: imported by name).
     io_blocks = importlib.import_module("dagwright.blocks.input")
     apps = AppService(engine, Registry.from_modules([io_blocks]))
-    runs = RunService(engine, Executor(ExecutorOptions(services={})), "bench")
+    runs = RunService(engine, Executor(ExecutorOptions()), "bench")
     runs.start_writer()
     try:
         datasets = DatasetService(engine, data, folder / "sources" / "eval")

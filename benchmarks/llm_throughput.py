@@ -40,7 +40,7 @@ import httpx2
 
 from dagwright.llm.gateway import ChatRequest, LLMGateway
 from dagwright.llm.providers import ProviderSettings, scripted_provider
-from dagwright.registry import Registry
+from dagwright.registry import MODELS, BlockServices, Registry
 from dagwright.runtime import (
     Executor,
     ExecutorOptions,
@@ -166,7 +166,7 @@ async def uncontended(base_url: str, calls: int) -> dict[str, float]:
     and one chat node in a flow (half a run of the two-call flow)."""
     body = {"model": "scripted", "messages": MESSAGES}
     gateway = make_gateway(base_url, 4)
-    executor = Executor(ExecutorOptions(services={LLMGateway: gateway}))
+    executor = Executor(ExecutorOptions(services=BlockServices({MODELS: gateway})))
     plan = two_call_flow(stream=False)
     async with httpx2.AsyncClient() as client:
 
@@ -239,7 +239,7 @@ async def loaded(
 
 async def flow_runs(server: Server, runs: int, stream: bool, concurrency: int) -> Load:
     gateway = make_gateway(server.base_url, concurrency)
-    executor = Executor(ExecutorOptions(services={LLMGateway: gateway}))
+    executor = Executor(ExecutorOptions(services=BlockServices({MODELS: gateway})))
     plan = two_call_flow(stream)
 
     async def run_once(i: int) -> list[float]:

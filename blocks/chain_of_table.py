@@ -15,8 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from dagwright.registry import NodeContext, block
-from dagwright.tabular import TableAccess
+from dagwright.registry import MODELS, TABLES, NodeContext, block
 
 if TYPE_CHECKING:
     from dagwright.methods.chain_of_table.actions import State
@@ -58,7 +57,7 @@ async def _ask(
     ctx: NodeContext, model: ModelChoice, decoding: Decoding, prompt: str, stop: str | None
 ) -> Scored:
     """One call for `n_samples` answers, each with its log-probability."""
-    from dagwright.llm.gateway import ChatRequest, LLMGateway
+    from dagwright.llm.gateway import ChatRequest
     from dagwright.methods.chain_of_table.arguments import answer_scores
 
     request = ChatRequest(
@@ -70,7 +69,7 @@ async def _ask(
         n=decoding.n_samples,
         logprobs=model.logprobs,
     )
-    result = await ctx.service(LLMGateway).chat(model.provider, request)
+    result = await ctx.service(MODELS).chat(model.provider, request)
     ctx.record_usage(result.usage, result.call)
     logprobs: list[float | None] = [None] * len(result.choices)
     if model.logprobs:
@@ -109,7 +108,7 @@ async def cot_table(
     given: Any = rows if rows not in (None, "", []) else table
     if isinstance(given, str) and given.strip():
         table = given
-        engine = ctx.service(TableAccess).engine()
+        engine = ctx.service(TABLES).engine()
         result = await asyncio.to_thread(engine.sample, table, config.max_rows)
         rows = table_from_records(result.records())
         if not result.records():
@@ -142,6 +141,7 @@ class PlanOutput(TypedDict):
     category="llm",
     description="Chain-of-Table DynamicPlan: the next operation (or <END>) for the table.",
     example="state after f_select_row -> {operation: 'select_column', candidates: [...]}",
+    needs=(MODELS,),
 )
 async def cot_plan(config: PlanConfig, ctx: NodeContext, state: Any, question: str) -> PlanOutput:
     """Offers the operations the official state machine allows after the chain so far (each
@@ -240,6 +240,7 @@ async def _add_column(
     category="llm",
     description="Chain-of-Table GenerateArgs: sample the operation's arguments and vote.",
     example="select_row, 8 samples -> [[['1', '3'], 5.2], [['1'], 1.1]]",
+    needs=(MODELS,),
 )
 async def cot_args(
     config: ArgsConfig, ctx: NodeContext, state: Any, question: str, operation: str

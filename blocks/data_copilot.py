@@ -15,8 +15,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from dagwright.registry import NodeContext, block
-from dagwright.tabular import TableAccess
+from dagwright.registry import INTERFACES, MODELS, TABLES, NodeContext, block
 
 if TYPE_CHECKING:
     from dagwright.methods.data_copilot.interface import Interface
@@ -41,22 +40,21 @@ class SourceConfig(BaseModel):
 
 
 async def _ask(ctx: NodeContext, choice: ModelChoice, tag: str, prompt: str) -> str:
-    from dagwright.llm.gateway import ChatRequest, LLMGateway
+    from dagwright.llm.gateway import ChatRequest
 
     request = ChatRequest(
         messages=[{"role": "user", "content": f"{TAG.format(tag)}\n{prompt}"}],
         model=choice.model,
         temperature=0.0,
     )
-    result = await ctx.service(LLMGateway).chat(choice.provider, request)
+    result = await ctx.service(MODELS).chat(choice.provider, request)
     ctx.record_usage(result.usage, result.call)
     return result.choices[0]
 
 
 def _library(ctx: NodeContext) -> InterfaceLibrary:
-    from dagwright.methods.data_copilot.library import InterfaceLibrary
 
-    return ctx.service(InterfaceLibrary)
+    return ctx.service(INTERFACES)
 
 
 # -- offline: interface design ---------------------------------------------------------------
@@ -72,6 +70,7 @@ class ExploreOutput(TypedDict):
     category="tool",
     description="Data-Copilot: keep the synthesized requests whose data exists (backward check).",
     example="[{request: 'GDP of China', tables: ['macro.gdp']}] -> dropped: no such table",
+    needs=(TABLES,),
 )
 def dc_explore_check(
     config: SourceConfig, ctx: NodeContext, proposals: Any, seeds: list[str]
@@ -80,7 +79,7 @@ def dc_explore_check(
     tables it needs ({"requests": [{"request", "tables"}]}); one naming a table the catalog
     lacks is hallucinated and dropped (with the reason). Returns the seeds, then the verified
     requests not already among them."""
-    known = {str(ref) for ref in ctx.service(TableAccess).engine().tables()}
+    known = {str(ref) for ref in ctx.service(TABLES).engine().tables()}
     found = proposals.get("requests") if isinstance(proposals, dict) else None
     requests, dropped = list(seeds), []
     for proposal in found if isinstance(found, list) else []:
@@ -113,6 +112,11 @@ class DesignConfig(SourceConfig, ModelChoice):
     category="tool",
     description="Data-Copilot: design, test, repair and merge interfaces for requests.",
     example="requests ['Daily cost of a tenant in January'] -> {accepted, merged, log}",
+    needs=(
+        MODELS,
+        TABLES,
+        INTERFACES,
+    ),
 )
 async def dc_design(
     config: DesignConfig, ctx: NodeContext, description: str, requests: list[str]
@@ -123,13 +127,12 @@ async def dc_design(
     the most similar library interfaces (embedding cosine) are offered for a merge, and a
     merged interface replaces both only if it passes the tests of both. The library is saved
     as new versions. Returns the library's signatures and the log of every step."""
-    from dagwright.llm.gateway import LLMGateway
     from dagwright.methods.data_copilot import design as loop
     from dagwright.methods.data_copilot.interface import call
 
     library = _library(ctx)
-    engine = ctx.service(TableAccess).engine()
-    gateway = ctx.service(LLMGateway)
+    engine = ctx.service(TABLES).engine()
+    gateway = ctx.service(MODELS)
     pending = library.uncovered(config.source) if config.include_uncovered else []
     all_requests = [*requests, *(p["request"] for p in pending)]
 
@@ -177,6 +180,7 @@ class LibraryOutput(TypedDict):
     category="tool",
     description="Data-Copilot: the source's interfaces, described for the planner.",
     example="source 'billing' -> {interfaces, catalogue: '- cost_by_service(...) -> table'}",
+    needs=(INTERFACES,),
 )
 def dc_library(config: SourceConfig, ctx: NodeContext, today: str = "") -> LibraryOutput:
     """Lists the interfaces in use for the source (with the built-in `plot_chart` and
@@ -304,6 +308,7 @@ class CallConfig(SourceConfig, ModelChoice):
     category="tool",
     description="Data-Copilot: run one planned call (an interface, a chart, or generated code).",
     example='{function: "cost_by_day", args: ["2024-01-01"], output: "result1"} -> rows',
+    needs=(TABLES,),  # and the models for a `generate_code` step
 )
 async def dc_call(
     config: CallConfig,
@@ -347,7 +352,7 @@ async def _run(
 ) -> list[dict[str, Any]]:
     from dagwright.methods.data_copilot.interface import call, table_records
 
-    engine = ctx.service(TableAccess).engine()
+    engine = ctx.service(TABLES).engine()
     table = await asyncio.to_thread(call, interface, args, engine, max_rows=max_rows)
     return table_records(table)
 
@@ -378,7 +383,7 @@ async def _generated(
 
     # Every registered table is offered: a library's data may span several sources (the
     # billing demo spans PostgreSQL, MariaDB and Parquet).
-    schema = "\n".join(str(ref) for ref in ctx.service(TableAccess).engine().tables())
+    schema = "\n".join(str(ref) for ref in ctx.service(TABLES).engine().tables())
     answer = await _ask(
         ctx,
         config,

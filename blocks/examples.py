@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from dagwright.registry import NodeContext, block
+from dagwright.registry import EXAMPLES, NodeContext, block
 from dagwright.templating import check_template, render
 
 # The example store (dagwright.embedding.service) is imported when a block runs, not when the
@@ -55,15 +55,15 @@ class UpsertConfig(BaseModel):
     category="tool",
     description="Pick the stored examples most like the query and render them for a prompt.",
     example="query 'bonus for Tom?' -> 'Q: salary of Ann?\\nA: SELECT ...' (5 examples)",
+    needs=(EXAMPLES,),
 )
 async def few_shot(config: FewShotConfig, ctx: NodeContext, query: str) -> str:
     """Searches the namespace for the `k` examples closest to the query (by embedding) and
     renders each with the template, joined by the separator — ready to drop into an LLM
     prompt. By default the most similar example comes last, nearest the question. An empty
     namespace gives an empty text."""
-    from dagwright.embedding.service import ExampleStore
 
-    store = ctx.service(ExampleStore)
+    store = ctx.service(EXAMPLES)
     hits = await store.query(
         config.namespace,
         query,
@@ -87,13 +87,13 @@ async def few_shot(config: FewShotConfig, ctx: NodeContext, query: str) -> str:
     category="tool",
     description="Store an example (a dict) in a namespace; the same key replaces it.",
     example="{'question': ..., 'sql': ...} -> its id",
+    needs=(EXAMPLES,),
 )
 async def example_upsert(config: UpsertConfig, ctx: NodeContext, example: dict[str, Any]) -> str:
     """Stores the example in the namespace (its key fields make it idempotent: storing it
     again replaces it) and returns its id. Use it after a step that produced a verified
     answer, so the flow's next runs can pick it as a few-shot example."""
-    from dagwright.embedding.service import ExampleStore
 
-    store = ctx.service(ExampleStore)
+    store = ctx.service(EXAMPLES)
     ids = await store.upsert(config.namespace, [example])
     return ids[0]

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from dagwright.registry import NodeContext, Route, block
+from dagwright.registry import HUMAN, NodeContext, Route, block
 from dagwright.runtime.pause import WaitingForHuman
 from dagwright.templating import check_template, render
 
@@ -76,6 +76,7 @@ def _input_ports(config: HumanInputConfig) -> list[str]:
     example="choices [approve, reject] -> branch approve, {'comment': ..., 'choice': 'approve'}",
     branches=_branches,
     dynamic_ports=_input_ports,
+    needs=(HUMAN,),
 )
 async def human_input(config: HumanInputConfig, ctx: NodeContext, **inputs: Any) -> Route[Any]:
     """Writes a request (the message rendered from the inputs, the form) and pauses the run:
@@ -85,14 +86,13 @@ async def human_input(config: HumanInputConfig, ctx: NodeContext, **inputs: Any)
     chosen; after `timeout_s` without an answer, down 'timeout' with the fields' defaults.
     Inside a map item, a repeat round or a sub-flow it pauses the whole run, under its path
     (`loop[2]/approve`)."""
-    from dagwright.services.human import HumanInbox
 
     message = render(config.message, inputs, "message")
     form = {
         "fields": [f.model_dump() for f in config.fields],
         "choices": list(config.choices),
     }
-    inbox = ctx.service(HumanInbox)
+    inbox = ctx.service(HUMAN)
     request = await asyncio.to_thread(
         inbox.ask, ctx.run_id, ctx.path, message, form, config.timeout_s
     )

@@ -6,9 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from dagwright.invocation import AppInvoker
-from dagwright.registry import NodeContext, block
-from dagwright.secrets import Secrets
+from dagwright.registry import APPS, SECRETS, NodeContext, block
 from dagwright.telemetry.context import traceparent_for
 
 _NAME = r"^[A-Za-z_][A-Za-z0-9_]{0,63}$"
@@ -69,13 +67,14 @@ def _pick(config: InvokeConfig, outputs: dict[str, Any]) -> Any:
     description="Run another app (its published or a pinned version) as a step of this flow.",
     example="app 'text-to-sql', inputs [question] -> {'sql': ..., 'rows': ...}",
     dynamic_ports=_input_ports,
+    needs=(APPS,),
 )
 async def invoke_app(config: InvokeConfig, ctx: NodeContext, **inputs: Any) -> Any:
     """Calls another app of this server in-process, with the same semantics as its URL: the
     published version unless one is pinned. Its run is recorded as a child of this run (open
     it from the trace). The called app's input names are this node's ports; the result is
     the app's outputs as a dict, or the one named in `output`. Calls nest, to a bounded depth."""
-    invoker = ctx.service(AppInvoker)
+    invoker = ctx.service(APPS)
     outputs = await invoker.invoke(
         config.app, config.version, inputs, parent_run_id=ctx.run_id, parent_node=ctx.node_id
     )
@@ -88,6 +87,7 @@ async def invoke_app(config: InvokeConfig, ctx: NodeContext, **inputs: Any) -> A
     description="Call an app published on another dagwright server, with its API key.",
     example="url https://flows.example.com, app 'summarise' -> {'summary': ...}",
     dynamic_ports=_input_ports,
+    needs=(SECRETS,),
 )
 async def invoke_remote(config: RemoteInvokeConfig, ctx: NodeContext, **inputs: Any) -> Any:
     """POSTs the inputs to `{url}/api/v1/apps/{app}/run` with the API key from the secret
@@ -95,7 +95,7 @@ async def invoke_remote(config: RemoteInvokeConfig, ctx: NodeContext, **inputs: 
     that fails remotely fails this node with the remote error."""
     import httpx  # here, not at the top: ~60 ms that loading the registry does not pay
 
-    key = ctx.service(Secrets).get(config.api_key_secret)
+    key = ctx.service(SECRETS).get(config.api_key_secret)
     body: dict[str, Any] = {"inputs": inputs}
     if config.version is not None:
         body["version"] = config.version

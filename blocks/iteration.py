@@ -15,7 +15,7 @@ from pydantic import Field
 from dagwright.registry import Compat, NodeContext, PortSpec, block, compatibility, type_name
 from dagwright.runtime.iteration import MapSpec, RepeatSpec, StopReason, call_once, map_items
 from dagwright.runtime.iteration import repeat as repeat_rounds
-from dagwright.runtime.subflow import SUBFLOW_TAG, Interface, SubflowConfig, SubflowHost
+from dagwright.runtime.subflow import SUBFLOW_TAG, SUBFLOWS, Interface, SubflowConfig
 
 # Names the block functions take themselves: a sub-flow input of one of these names would
 # collide with them.
@@ -72,7 +72,7 @@ async def subflow(config: CallConfig, ctx: NodeContext, **inputs: Any) -> Any:
     """Runs the sub-flow with this node's inputs (the sub-flow's input nodes are its ports)
     and returns its outputs as a dict, or the one named in `output`. Its nodes show in the
     trace under this node (`node/inner`)."""
-    host = ctx.service(SubflowHost)
+    host = ctx.service(SUBFLOWS)
     return await call_once(host, ctx.node_id, config.ref(), inputs, config.output)
 
 
@@ -136,7 +136,7 @@ async def map_list(
         config.on_item_error,
         config.default,
     )
-    host = ctx.service(SubflowHost)
+    host = ctx.service(SUBFLOWS)
     results, failed = await map_items(host, ctx.node_id, config.ref(), items, inputs, spec)
     return {"output": results, "failed": failed}
 
@@ -202,7 +202,7 @@ async def repeat(config: RepeatConfig, ctx: NodeContext, **inputs: Any) -> Repea
     spec = RepeatSpec(
         config.state, config.until, config.round, config.max_rounds, config.on_max_rounds
     )
-    host = ctx.service(SubflowHost)
+    host = ctx.service(SUBFLOWS)
     outcome = await repeat_rounds(host, ctx.node_id, config.ref(), state, inputs, spec)
     return {
         "output": outcome.state,

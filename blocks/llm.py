@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from dagwright.errors import DagwrightError
-from dagwright.registry import NodeContext, block
+from dagwright.registry import MODELS, NodeContext, block
 from dagwright.templating import check_template, render, variables_of
 
 if TYPE_CHECKING:
@@ -164,9 +164,8 @@ def _token_events(ctx: NodeContext, stream: bool) -> DeltaFn | None:
 
 
 async def _call(ctx: NodeContext, config: ChatConfig, request: ChatRequest) -> CallResult:
-    from dagwright.llm.gateway import LLMGateway
 
-    gateway = ctx.service(LLMGateway)
+    gateway = ctx.service(MODELS)
     result = await gateway.chat(config.provider, request, _token_events(ctx, config.stream))
     ctx.record_usage(result.usage, result.call)
     return result
@@ -178,6 +177,7 @@ async def _call(ctx: NodeContext, config: ChatConfig, request: ChatRequest) -> C
     description="Ask a chat model; the prompt templates' variables are the input ports.",
     example="prompt 'Answer briefly: {{ question }}' -> the model's answer",
     dynamic_ports=_chat_ports,
+    needs=(MODELS,),
 )
 async def chat(
     config: ChatConfig, ctx: NodeContext, history: History = None, **variables: Any
@@ -219,6 +219,7 @@ def _parse_json(text: str, schema: dict[str, Any] | None) -> Any:
     description="Ask a chat model for JSON; the answer is parsed (and checked by a schema).",
     example='prompt \'Extract {"name", "year"} from: {{ text }}\' -> {"name": "Tom", ...}',
     dynamic_ports=_chat_ports,
+    needs=(MODELS,),
 )
 async def chat_json(
     config: ChatJsonConfig, ctx: NodeContext, history: History = None, **variables: Any
@@ -244,6 +245,7 @@ async def chat_json(
     description="Sample several answers from a chat model for the same prompt.",
     example="n 3, temperature 0.8 -> three candidate answers (for voting or critique)",
     dynamic_ports=_chat_ports,
+    needs=(MODELS,),
 )
 async def chat_samples(
     config: ChatSamplesConfig, ctx: NodeContext, history: History = None, **variables: Any
@@ -260,6 +262,7 @@ async def chat_samples(
     description="Sample answers with their log-probabilities (for votes weighted by them).",
     example="n 8 -> [{text: 'f_row([row 1])', logprob: -0.4, tokens: [...]}, ...]",
     dynamic_ports=_chat_ports,
+    needs=(MODELS,),
 )
 async def chat_scored(
     config: ChatScoredConfig, ctx: NodeContext, history: History = None, **variables: Any
@@ -286,13 +289,13 @@ async def chat_scored(
     description="Continue a text with a completion model (where the provider offers it).",
     example="prompt 'SELECT name FROM' -> ' employees WHERE ...'",
     dynamic_ports=_completion_ports,
+    needs=(MODELS,),
 )
 async def completion(config: CompletionConfig, ctx: NodeContext, **variables: Any) -> str:
     """Sends the rendered prompt to the provider's text-completion endpoint (/v1/completions)
     and returns the continuation. Most chat-only providers lack this endpoint; use `chat`."""
-    from dagwright.llm.gateway import LLMGateway
 
-    gateway = ctx.service(LLMGateway)
+    gateway = ctx.service(MODELS)
     result = await gateway.complete(
         config.provider,
         render(config.prompt, variables, "prompt"),
@@ -311,14 +314,14 @@ async def completion(config: CompletionConfig, ctx: NodeContext, **variables: An
     category="llm",
     description="Turn a text into an embedding vector.",
     example="'year-end bonus' -> [0.012, -0.094, ...]",
+    needs=(MODELS,),
 )
 async def embedding(config: EmbeddingConfig, ctx: NodeContext, text: str) -> list[float]:
     """Embeds the text with the provider's embeddings endpoint and returns the vector."""
     if not text.strip():
         raise ValueError("cannot embed an empty text")
-    from dagwright.llm.gateway import LLMGateway
 
-    gateway = ctx.service(LLMGateway)
+    gateway = ctx.service(MODELS)
     result = await gateway.embed(
         config.provider, [text], model=config.model, dimensions=config.dimensions
     )

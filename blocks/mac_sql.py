@@ -15,8 +15,7 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict
 from pydantic import BaseModel, ConfigDict, Field
 
 from dagwright.errors import DataError, InputError
-from dagwright.registry import NodeContext, block
-from dagwright.tabular import TableAccess
+from dagwright.registry import MODELS, TABLES, NodeContext, block
 
 if TYPE_CHECKING:
     from dagwright.methods.mac_sql.agents import Execution
@@ -35,7 +34,7 @@ class ModelChoice(BaseModel):
 
 
 async def _ask(ctx: NodeContext, config: ModelChoice, prompt: str) -> str:
-    from dagwright.llm.gateway import ChatRequest, LLMGateway
+    from dagwright.llm.gateway import ChatRequest
 
     request = ChatRequest(
         messages=[{"role": "user", "content": prompt}],
@@ -43,7 +42,7 @@ async def _ask(ctx: NodeContext, config: ModelChoice, prompt: str) -> str:
         temperature=config.temperature,
         max_tokens=config.max_tokens,
     )
-    result = await ctx.service(LLMGateway).chat(config.provider, request)
+    result = await ctx.service(MODELS).chat(config.provider, request)
     ctx.record_usage(result.usage, result.call)
     return result.choices[0]
 
@@ -125,7 +124,7 @@ async def macsql_schema(config: SchemaConfig, ctx: NodeContext, database: str) -
         tables = await asyncio.to_thread(dbs.sqlite_tables, path, ddl, strip)
         target = {"kind": "sqlite", "path": str(path)}
     else:
-        engine = ctx.service(TableAccess).engine()
+        engine = ctx.service(TABLES).engine()
         # No database named: every registered source (AutoTQA's text-to-SQL tool).
         names = [str(ref) for ref in engine.tables() if ref.source == database or not database]
         if not names:
@@ -157,6 +156,7 @@ class SelectorOutput(TypedDict):
     category="llm",
     description="MAC-SQL Selector: keep the tables and columns a question needs (large schemas).",
     example="a 12-table schema -> {account: keep_all, loan: drop_all, district: [A11, ...]}",
+    needs=(MODELS,),
 )
 async def macsql_selector(
     config: ModelChoice,
@@ -204,6 +204,7 @@ class DecomposerOutput(TypedDict):
     category="llm",
     description="MAC-SQL Decomposer: sub-questions, each with its SQL; the last SQL answers.",
     example="question -> Sub question 1 ... SQL; Sub question 2 ... SQL -> the last SQL",
+    needs=(MODELS,),
 )
 async def macsql_decomposer(
     config: ModelChoice,
@@ -253,7 +254,7 @@ async def _execute(
         # The target comes from an edge a flow author may have written by hand: checked again.
         path = _readable_sqlite(Path(target["path"]))
         return await asyncio.to_thread(execute_sqlite, path, sql, timeout_s)
-    engine = ctx.service(TableAccess).engine()
+    engine = ctx.service(TABLES).engine()
     try:
         result = await asyncio.to_thread(
             engine.query, sql, max_rows=ROWS_SHOWN, timeout_s=timeout_s
@@ -276,6 +277,7 @@ async def _execute(
     category="llm",
     description="MAC-SQL Refiner: run the SQL (with a timeout); on an error, repair it.",
     example="SELECT nme FROM singer -> no such column: nme -> SELECT Name FROM singer",
+    needs=(MODELS,),  # and the tables when the target is a registered source
 )
 async def macsql_refiner(
     config: RefinerConfig,

@@ -7,8 +7,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from dagwright.registry import NodeContext, block
-from dagwright.secrets import Secrets, check_secret_name
+from dagwright.registry import SECRETS, NodeContext, block
+from dagwright.secrets import check_secret_name
 
 
 class McpToolConfig(BaseModel):
@@ -69,6 +69,7 @@ def _input_ports(config: McpToolConfig) -> list[str]:
     description="Call a tool of an MCP server (streamable HTTP, or an allowed stdio command).",
     example="url https://tools.example/mcp, tool 'search', inputs [query] -> the tool's result",
     dynamic_ports=_input_ports,
+    needs=lambda config: (SECRETS,) if config.token_secret else (),
 )
 async def mcp_tool(config: McpToolConfig, ctx: NodeContext, **inputs: Any) -> Any:
     """Connects to the MCP server, calls `tool` with the fixed `arguments` and the input
@@ -76,7 +77,7 @@ async def mcp_tool(config: McpToolConfig, ctx: NodeContext, **inputs: Any) -> An
     `output`), else its text. A tool that reports an error fails the node with its message."""
     from dagwright.mcp.client import McpTarget, call_tool
 
-    token = ctx.service(Secrets).get(config.token_secret) if config.token_secret else None
+    token = ctx.service(SECRETS).get(config.token_secret) if config.token_secret else None
     target = McpTarget(config.url, tuple(config.command), token)
     result = await call_tool(target, config.tool, {**config.arguments, **inputs}, config.timeout)
     if config.output is None:

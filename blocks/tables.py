@@ -18,8 +18,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from pydantic import BaseModel, ConfigDict, Field
 
 from dagwright.errors import DataError
-from dagwright.registry import NodeContext, block
-from dagwright.tabular import TableAccess
+from dagwright.registry import TABLES, NodeContext, block
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -31,7 +30,7 @@ Records = list[dict[str, Any]]
 
 
 def _engine(ctx: NodeContext) -> QueryEngine:
-    return ctx.service(TableAccess).engine()
+    return ctx.service(TABLES).engine()
 
 
 def _records(table: pa.Table) -> Records:
@@ -91,6 +90,7 @@ def _query_output(result: QueryResult) -> QueryOutput:
     category="tool",
     description="Run one read-only SQL query over every registered data source.",
     example="SELECT e.name, s.bonus FROM hr.main.employee e JOIN files.main.salary s ... -> rows",
+    needs=(TABLES,),
 )
 async def sql_query(config: SqlQueryConfig, ctx: NodeContext, sql: str) -> QueryOutput:
     """Runs a single SELECT (or WITH) on the query engine, where every registered table is
@@ -173,6 +173,7 @@ def _infos(engine: QueryEngine, names: list[str]) -> list[TableInfo]:
     category="tool",
     description="The schema of tables for a prompt, as MAC-SQL writes it (values, keys).",
     example="tables [hr.main.employee] -> '# Table: hr.main.employee\\n[\\n  (id, id. Value ...'",
+    needs=(TABLES,),
 )
 async def describe_tables(config: DescribeConfig, ctx: NodeContext) -> str:
     """Renders the tables in MAC-SQL's format: each column with its comment and a few value
@@ -212,6 +213,7 @@ class SampleConfig(BaseModel):
     category="tool",
     description="The first rows of a table, as records.",
     example="table hr.main.employee, rows 2 -> [{id: 1, name: 'Lucy'}, {id: 2, name: 'Tom'}]",
+    needs=(TABLES,),
 )
 async def sample_rows(config: SampleConfig, ctx: NodeContext) -> Records:
     """Reads the first `rows` rows of the table (only the `columns` given, when any)."""
@@ -248,6 +250,7 @@ class SchemaLookupConfig(BaseModel):
     category="tool",
     description="Pick the tables and columns a question needs and describe them for a prompt.",
     example="'What is the year-end bonus for Tom?' -> employee and salary tables, MAC-SQL style",
+    needs=(TABLES,),
 )
 async def schema_lookup(
     config: SchemaLookupConfig, ctx: NodeContext, question: str, sources: list[str] | None = None
@@ -275,7 +278,7 @@ async def schema_lookup(
 
     names, infos, samples = await asyncio.to_thread(gather)
     # The process makes the embedder (a provider's goes through its model gateway).
-    embedder = ctx.service(TableAccess).embedder(config.embedder) if config.embedder else None
+    embedder = ctx.service(TABLES).embedder(config.embedder) if config.embedder else None
     matches = await lookup(
         question,
         infos,

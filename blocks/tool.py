@@ -17,8 +17,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 from pydantic_core import to_jsonable_python
 
-from dagwright.registry import NodeContext, block
-from dagwright.secrets import Redactor, Secrets, check_secret_name
+from dagwright.registry import SECRETS, NodeContext, block
+from dagwright.secrets import Redactor, check_secret_name
 from dagwright.templating import check_template, render, template_variables
 
 if TYPE_CHECKING:
@@ -157,6 +157,7 @@ class HttpResponse(TypedDict):
     description="Call an HTTP API; the URL is a template whose variables are input ports.",
     example="GET https://api.example.com/users/{{ id }} -> status, headers, body",
     dynamic_ports=_url_ports,
+    needs=lambda config: (SECRETS,) if config.secret_headers else (),
 )
 async def http_request(
     config: HttpRequestConfig,
@@ -193,7 +194,7 @@ async def http_request(
     headers = dict(config.headers)
     secret_values: list[str] = []
     if config.secret_headers:
-        secrets = ctx.service(Secrets)
+        secrets = ctx.service(SECRETS)
         for header, name in config.secret_headers.items():
             value = secrets.get(name)
             if not _HEADER_VALUE.fullmatch(value):

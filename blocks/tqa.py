@@ -11,9 +11,7 @@ from typing import Any, Literal, TypedDict
 from pydantic import BaseModel, ConfigDict, Field
 
 from dagwright.errors import DagwrightError
-from dagwright.invocation import AppInvoker
-from dagwright.registry import NodeContext, block
-from dagwright.tqa.access import TqaAccess
+from dagwright.registry import APPS, AUTOTQA, NodeContext, block
 from dagwright.tqa.executor import choose_tool
 from dagwright.tqa.ports import ExecutorInputs, reported_failure
 
@@ -47,13 +45,14 @@ class AskOutput(TypedDict):
     category="invoke",
     description="Answer a question over the registered tables with the AutoTQA agents.",
     example="'What is the year-end bonus for Tom?' -> answer 1569, with the SQL and rows",
+    needs=(AUTOTQA,),
 )
 async def autotqa_ask(config: AskConfig, ctx: NodeContext, question: str) -> AskOutput:
     """Runs a whole AutoTQA conversation (Planner, Engineer, Executor, Critic under the
     chosen scheduler) and returns its answer, the answer as text, how it ended (`completed`,
     `round_limit`, `failed`: only `completed` carries an answer), the conversation's id (GET
     /api/v1/tqa/conversations/{id} shows every turn) and the evidence (SQL and rows)."""
-    done = await ctx.service(TqaAccess).ask_question({"question": question, **config.model_dump()})
+    done = await ctx.service(AUTOTQA).ask_question({"question": question, **config.model_dump()})
     answer = done.get("answer") or {}
     error = done.get("error") or {}
     return {
@@ -79,6 +78,7 @@ class ExecuteOutput(TypedDict):
     description="AutoTQA's Executor: call the tool app the Engineer asked for; a failure "
     "comes back on `error`.",
     example="request {tool: text_to_sql, input: {}} -> the tool's rows, SQL and error",
+    needs=(APPS,),
 )
 async def autotqa_execute(
     ctx: NodeContext,
@@ -99,7 +99,7 @@ async def autotqa_execute(
     except DagwrightError as exc:
         return {"tool": None, "app": None, "inputs": {}, "outputs": {}, "error": _failure(exc)}
     try:
-        outputs = await ctx.service(AppInvoker).invoke(
+        outputs = await ctx.service(APPS).invoke(
             choice.app, None, choice.inputs, parent_run_id=ctx.run_id, parent_node=ctx.node_id
         )
     except DagwrightError as exc:

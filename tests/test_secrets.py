@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 
 from dagwright.errors import DagwrightError
+from dagwright.registry.services import Secrets
 from dagwright.secrets import (
     EnvSecrets,
     MappingSecrets,
     Redactor,
     SecretNotFoundError,
-    Secrets,
     check_secret_name,
     redact,
 )
@@ -90,11 +90,6 @@ def test_mapping_secrets_are_a_copy() -> None:
     secrets = MappingSecrets(values)
     values["k"] = "after"
     assert secrets.get("k") == "before"
-
-
-def test_the_base_store_holds_nothing() -> None:
-    with pytest.raises(NotImplementedError):
-        Secrets().get("anything")
 
 
 # -- names -----------------------------------------------------------------------------------

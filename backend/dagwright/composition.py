@@ -26,16 +26,15 @@ if TYPE_CHECKING:
 
     from dagwright.embedding.embedder import Embedder
     from dagwright.embedding.service import ExampleStore
-    from dagwright.invocation import AppInvoker
     from dagwright.llm.gateway import LLMGateway
     from dagwright.methods.data_copilot.library import InterfaceLibrary
     from dagwright.registry import Registry
-    from dagwright.registry.services import BlockServices
+    from dagwright.registry.services import AutoTqa, BlockServices, Secrets
     from dagwright.runtime import Executor
-    from dagwright.secrets import Secrets
     from dagwright.services.apps import AppService
     from dagwright.services.data_sources import DataSourceService
     from dagwright.services.evaluations import EvaluationService
+    from dagwright.services.invoke import InProcessInvoker
     from dagwright.services.queue.durable import DurableRunner
     from dagwright.services.queue.settings import QueueSettings
     from dagwright.services.queue.submit import RunQueue
@@ -43,7 +42,6 @@ if TYPE_CHECKING:
     from dagwright.services.secret_store import DatabaseSecrets
     from dagwright.tabular import TableAccess
     from dagwright.telemetry.tracing import RunTracing
-    from dagwright.tqa.access import TqaAccess
     from dagwright.tqa.service import TqaService
 
 T = TypeVar("T")
@@ -380,17 +378,17 @@ class Composition:
 
         return self._once("tqa", build)
 
-    def app_invoker(self) -> AppInvoker:
+    def app_invoker(self) -> InProcessInvoker:
         """How a block calls another app: a child run in this process's run service."""
 
-        def build() -> AppInvoker:
+        def build() -> InProcessInvoker:
             from dagwright.services.invoke import InProcessInvoker
 
             return InProcessInvoker(self.apps(), self.runs(), self._invoke_depth)
 
         return self._once("app_invoker", build)
 
-    def _autotqa(self) -> TqaAccess:
+    def _autotqa(self) -> AutoTqa:
         if self.kind == "server":
             return self.tqa()
         from dagwright.tqa.local import LocalTqa
@@ -412,19 +410,26 @@ class Composition:
         """The services a run's blocks may ask for, each built when a block first does."""
 
         def build() -> BlockServices:
-            from dagwright.registry.services import BlockServices
+            from dagwright.registry import (
+                APPS,
+                AUTOTQA,
+                EXAMPLES,
+                INTERFACES,
+                MODELS,
+                SECRETS,
+                TABLES,
+                BlockServices,
+            )
 
             services = BlockServices()
-            services.provide_lazily("dagwright.secrets.Secrets", self.secrets)
-            services.provide_lazily("dagwright.llm.gateway.LLMGateway", self.gateway)
-            services.provide_lazily("dagwright.embedding.service.ExampleStore", self.examples)
-            services.provide_lazily("dagwright.tabular.TableAccess", self.tables)
-            services.provide_lazily(
-                "dagwright.methods.data_copilot.library.InterfaceLibrary", self.interfaces
-            )
-            services.provide_lazily("dagwright.tqa.access.TqaAccess", self._autotqa)
+            services.provide_lazily(SECRETS, self.secrets)
+            services.provide_lazily(MODELS, self.gateway)
+            services.provide_lazily(EXAMPLES, self.examples)
+            services.provide_lazily(TABLES, self.tables)
+            services.provide_lazily(INTERFACES, self.interfaces)
+            services.provide_lazily(AUTOTQA, self._autotqa)
             if self.kind == "server":
-                services.provide_lazily("dagwright.invocation.AppInvoker", self.app_invoker)
+                services.provide_lazily(APPS, self.app_invoker)
             return services
 
         return self._once("block_services", build)

@@ -1,11 +1,11 @@
 """Secrets: values blocks need (API keys, tokens) that must never be written into flow files,
 events, outputs or logs. A flow names a secret; the run resolves the name through the
-`Secrets` service it was given (`ExecutorOptions(services={Secrets: ...})`).
+secrets service it was given (`registry.services.Secrets`, looked up as `SECRETS`).
 
-Secrets come from environment variables for now (`EnvSecrets`); an encrypted store in the
-database will be another implementation of the same interface. `redact` removes secret
-values from any text before it is shown, so an error message that echoes a request cannot
-leak one.
+Secrets come from environment variables (`EnvSecrets`, for `dagwright run`), from a dict
+(`MappingSecrets`) or from the encrypted store in the database (services/secret_store.py).
+`redact` removes secret values from any text before it is shown, so an error message that
+echoes a request cannot leak one.
 """
 
 from __future__ import annotations
@@ -47,22 +47,7 @@ def check_secret_name(name: str) -> str:
     return name
 
 
-class Secrets:
-    """Where a run reads secret values from, by name. Blocks look the store up by this class
-    (`ctx.service(Secrets)`), whichever implementation the run was given. (A plain base class
-    rather than an ABC: mypy refuses abstract classes as type[T] arguments, python/mypy#4717.)"""
-
-    def get(self, name: str) -> str:
-        """The secret's value. Raises SecretNotFoundError when it is not set, ValueError
-        when the name is not a valid secret name."""
-        raise NotImplementedError
-
-    def names(self) -> list[str]:
-        """The names of the secrets that are set, sorted; never their values."""
-        raise NotImplementedError
-
-
-class EnvSecrets(Secrets):
+class EnvSecrets:
     """Secrets from environment variables: secret `github_token` is read from
     DAGWRIGHT_SECRET_GITHUB_TOKEN. Names are upper-cased and '-' and '.' become '_', so
     `github_token` and `GITHUB-TOKEN` are the same secret."""
@@ -102,7 +87,7 @@ class EnvSecrets(Secrets):
         return sorted(name for name in found if _NAME.fullmatch(name))
 
 
-class MappingSecrets(Secrets):
+class MappingSecrets:
     """Secrets held in a dict: for tests, and for wiring secrets read from elsewhere."""
 
     def __init__(self, values: Mapping[str, str]) -> None:

@@ -30,8 +30,6 @@ from dagwright.llm.providers import ProviderConfig, ProviderSettings
 ENV_PREFIX: Final = "DAGWRIGHT_"
 SETTINGS_FILE_ENV: Final = "DAGWRIGHT_SETTINGS"
 DEFAULT_SETTINGS_FILE: Final = "dagwright.toml"
-# Settings whose values an error message must not repeat.
-_SECRET_FIELDS: Final = frozenset({"admin_token", "openai_api_key", "qdrant_api_key", "secret_key"})
 _TRUE: Final = frozenset({"1", "true", "yes", "on"})
 
 
@@ -267,7 +265,7 @@ def _variable(name: str, info: FieldInfo) -> str:
 
 def _describe(exc: ValidationError, path: Path | None, from_file: dict[str, Any]) -> str:
     """Each problem as `VARIABLE='value': what is wrong` (or `file: key: ...` when the
-    settings file gave the value); secret values are never repeated."""
+    settings file gave the value)."""
     problems = []
     for error in exc.errors():
         loc = [str(part) for part in error["loc"]]
@@ -277,7 +275,8 @@ def _describe(exc: ValidationError, path: Path | None, from_file: dict[str, Any]
         if info is not None and name not in from_file:
             variable = _variable(name, info)
             given = os.environ.get(variable)
-            shown = "" if given is None or name in _SECRET_FIELDS else f"={given!r}"
+            # The value is shown: only a typed setting fails, and secrets are free text.
+            shown = "" if given is None else f"={given!r}"
             problems.append(f"{variable}{shown}: {message}")
         else:
             where = f"{path}: " if path is not None else ""

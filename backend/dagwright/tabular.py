@@ -1,8 +1,8 @@
-"""What table blocks ask a run for: the query engine over the registered data sources.
+"""The table service's lazy holder: the query engine over the registered data sources and
+the process's embedders (blocks see it as `registry.services.Tables`).
 
-An interface of its own (as `invocation.AppInvoker` is) so that blocks and the runtime need
-not import the data layer, whose DuckDB and Arrow take over a second to import: the engine
-is built the first time a block asks for it.
+The engine is built the first time a block asks for it, so that servers and flows that use
+no table do not import the data layer, whose DuckDB and Arrow take over a second to import.
 """
 
 from __future__ import annotations

@@ -12,8 +12,7 @@ from sqlalchemy import Engine
 
 import dagwright.blocks.input as io_blocks
 import dagwright.blocks.iteration as iteration_blocks
-from dagwright.invocation import AppInvoker
-from dagwright.registry import Registry
+from dagwright.registry import APPS, BlockServices, Registry
 from dagwright.runtime import Executor, ExecutorOptions, FlowInvalidError
 from dagwright.services.apps import AppService
 from dagwright.services.invoke import InProcessInvoker
@@ -39,9 +38,9 @@ def apps(engine: Engine) -> AppService:
 
 @pytest.fixture
 async def runs(engine: Engine, apps: AppService) -> AsyncIterator[RunService]:
-    services: dict[type, object] = {}
+    services = BlockServices()
     service = RunService(engine, Executor(ExecutorOptions(services=services)), "r1")
-    services[AppInvoker] = InProcessInvoker(apps, service)
+    services.provide(APPS, InProcessInvoker(apps, service))
     service.start_writer()
     yield service
     service.stop_writer()

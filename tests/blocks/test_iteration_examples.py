@@ -9,8 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from dagwright.llm.gateway import LLMGateway
-from dagwright.registry import Registry
+from dagwright.registry import MODELS, BlockServices, Registry
 from dagwright.runtime import (
     CompiledFlow,
     Executor,
@@ -34,7 +33,7 @@ def example(name: str) -> CompiledFlow:
 
 async def run(plan: CompiledFlow, script: dict[str, Any], **inputs: Any) -> RunResult:
     with scripted_server(script) as server:
-        executor = Executor(ExecutorOptions(services={LLMGateway: gateway_for(server)}))
+        executor = Executor(ExecutorOptions(services=BlockServices({MODELS: gateway_for(server)})))
         return await executor.run(plan, inputs)
 
 

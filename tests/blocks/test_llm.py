@@ -10,7 +10,7 @@ import pytest
 
 from dagwright.blocks import llm
 from dagwright.llm.gateway import LLMGateway
-from dagwright.registry import Registry
+from dagwright.registry import MODELS, BlockServices, MissingServiceError, Registry
 from dagwright.runtime import (
     Executor,
     ExecutorOptions,
@@ -60,7 +60,7 @@ def llm_flow(block: str, **config: Any) -> dict[str, Any]:
 
 async def run(doc: dict[str, Any], gateway: LLMGateway | None, **inputs: Any) -> RunResult:
     plan = compile_flow(parse_flow(doc), REGISTRY)
-    services: dict[type, object] = {LLMGateway: gateway} if gateway else {}
+    services = BlockServices({MODELS: gateway} if gateway else {})
     return await Executor(ExecutorOptions(services=services)).run(plan, inputs)
 
 
@@ -184,7 +184,8 @@ def test_template_syntax_error_names_the_line() -> None:
 
 
 async def test_without_model_access_the_error_is_clear() -> None:
-    result = await run(llm_flow("chat", prompt="{{ question }}"), None, question="q")
-    assert result.error is not None
-    assert result.error.code == "service_unavailable"
-    assert "needs LLMGateway" in result.error.message
+    # The run fails at its start, before any node runs, naming the service and the node.
+    with pytest.raises(MissingServiceError) as missing:
+        await run(llm_flow("chat", prompt="{{ question }}"), None, question="q")
+    assert missing.value.code == "service_unavailable"
+    assert "model providers (the LLM gateway) (models) for node 'ask'" in missing.value.message

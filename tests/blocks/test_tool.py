@@ -21,7 +21,8 @@ from pydantic import BaseModel, ValidationError
 
 from dagwright.blocks import tool
 from dagwright.errors import BlockConfigError
-from dagwright.registry import Registry
+from dagwright.registry import SECRETS, BlockServices, MissingServiceError, Registry
+from dagwright.registry.services import Secrets
 from dagwright.runtime import (
     Executor,
     ExecutorOptions,
@@ -31,7 +32,7 @@ from dagwright.runtime import (
     compile_flow,
     validate,
 )
-from dagwright.secrets import MappingSecrets, Redactor, Secrets
+from dagwright.secrets import MappingSecrets, Redactor
 from support.flows import flow_from_tuples
 
 SECRET = "tok-Sup3rS3cret-9f8e7d"
@@ -182,7 +183,7 @@ async def run_flow(
     flow: Flow, inputs: dict[str, Any] | None = None, secrets: Secrets | None = None
 ) -> RunResult:
     plan = compile_flow(flow, Registry.default())
-    services: dict[type, object] = {} if secrets is None else {Secrets: secrets}
+    services = BlockServices({} if secrets is None else {SECRETS: secrets})
     # The run timeout only stops a broken test from hanging; no test comes close to it.
     options = ExecutorOptions(services=services, run_timeout=20)
     return await Executor(options).run(plan, inputs or {})
@@ -454,9 +455,12 @@ async def test_missing_secret_fails_the_run_naming_it(server: LocalServer) -> No
 
 async def test_no_secrets_service_fails_the_run(server: LocalServer) -> None:
     config = {"url": server.base + "/echo", "secret_headers": {"Authorization": "github_token"}}
-    code, message = failure(await request(config))
-    assert code == "service_unavailable"
-    assert "this block needs Secrets, which the run was not given" in message
+    # The run fails at its start (before anything is sent), naming the service and the node.
+    with pytest.raises(MissingServiceError) as missing:
+        await request(config)
+    assert missing.value.code == "service_unavailable"
+    assert "secrets (secrets) for node 'http'" in missing.value.message
+    assert len(server.received) == 0
 
 
 async def test_a_secret_a_header_cannot_carry_is_refused_without_showing_it(

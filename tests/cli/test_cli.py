@@ -13,6 +13,7 @@ import pytest
 from typer.testing import CliRunner
 
 from dagwright.cli.main import app
+from support.flows import edge, flow_doc, node
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "flows" / "examples"
@@ -253,6 +254,40 @@ def test_configured_provider_is_used(
     assert "sk-test-not-real" not in result.output
 
 
+def test_schema_lookup_with_a_provider_embedder_runs_from_the_command_line(
+    no_provider_configured: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The block declares the tables service only; the embedder ("openai:<provider>") is the
+    process's, made through its model gateway when first needed."""
+    from support.models import scripted_server
+
+    monkeypatch.setenv("DAGWRIGHT_DATA_DIR", str(no_provider_configured / "data"))
+    flow = no_provider_configured / "lookup.json"
+    flow.write_text(
+        json.dumps(
+            flow_doc(
+                [
+                    node("q", "text_input", name="question"),
+                    node("look", "schema_lookup", embedder="openai:local::64", top_tables=1),
+                    node("out", "output", name="tables"),
+                ],
+                [edge("q", "look.question"), edge("look.tables", "out")],
+            )
+        )
+    )
+    hashed = {"name": "hashed", "endpoint": "embeddings", "reply": ""}  # hashed word vectors
+    with scripted_server({"rules": [hashed]}) as server:
+        (no_provider_configured / "dagwright.toml").write_text(
+            f'[providers.local]\nbase_url = "{server.base_url}"\ndefault_model = "scripted"\n'
+        )
+        result = runner.invoke(app, ["run", str(flow), "-i", "question=Who earns the most salary?"])
+        embedded = [entry for entry in server.stats()["log"] if entry["endpoint"] == "embeddings"]
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith("tables: [")
+    assert json.loads(result.stdout.removeprefix("tables: ")) == ["payroll.main.salary"]
+    assert embedded  # the ranking by meaning went through the configured provider
+
+
 def test_bad_settings_file_is_reported(no_provider_configured: Path) -> None:
     (no_provider_configured / "dagwright.toml").write_text("[providers.x]\ntimeout = -1\n")
     result = runner.invoke(app, ["run", str(EXAMPLES / "answer_question.json")])
@@ -316,8 +351,8 @@ def test_services_are_built_when_a_block_first_asks() -> None:
     from contextlib import ExitStack
 
     from dagwright.registry import MissingServiceError, NodeContext
-    from dagwright.registry.services import BlockServices
-    from dagwright.secrets import EnvSecrets, Secrets
+    from dagwright.registry.services import BlockServices, Secrets
+    from dagwright.secrets import EnvSecrets
     from dagwright.tabular import TableAccess
 
     built: list[str] = []

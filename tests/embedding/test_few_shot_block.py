@@ -12,7 +12,8 @@ import pytest
 from dagwright.embedding.embedders import CachedEmbedder, make_embedder
 from dagwright.embedding.service import ExampleStore
 from dagwright.llm.gateway import LLMGateway
-from dagwright.registry import Registry
+from dagwright.registry import EXAMPLES as EXAMPLE_STORE
+from dagwright.registry import MODELS, BlockServices, Registry, Service
 from dagwright.runtime import (
     Executor,
     ExecutorOptions,
@@ -64,9 +65,9 @@ async def test_the_local_model_picks_the_example_that_means_the_same(store: Exam
     assert store.count("sql") == 3
 
 
-def run_flow(doc: dict[str, Any], services: dict[type, object], **inputs: Any) -> Any:
+def run_flow(doc: dict[str, Any], services: dict[Service[Any], object], **inputs: Any) -> Any:
     plan = compile_flow(parse_flow(doc), Registry.default())
-    return Executor(ExecutorOptions(services=services)).run(plan, inputs)
+    return Executor(ExecutorOptions(services=BlockServices(services))).run(plan, inputs)
 
 
 async def test_few_shot_examples_reach_the_llm_prompt(store: ExampleStore) -> None:
@@ -104,7 +105,7 @@ async def test_few_shot_examples_reach_the_llm_prompt(store: ExampleStore) -> No
         try:
             result = await run_flow(
                 doc,
-                {ExampleStore: store, LLMGateway: gateway},
+                {EXAMPLE_STORE: store, MODELS: gateway},
                 question="What does Tom earn each month?",
             )
         finally:
@@ -136,8 +137,8 @@ async def test_examples_are_stored_from_a_flow(store: ExampleStore) -> None:
         "question": "What is Tom's year-end bonus?",
         "sql": "SELECT bonus FROM bonuses WHERE name = 'Tom'",
     }
-    first = await run_flow(doc, {ExampleStore: store}, example=example)
-    second = await run_flow(doc, {ExampleStore: store}, example={**example, "sql": "changed"})
+    first = await run_flow(doc, {EXAMPLE_STORE: store}, example=example)
+    second = await run_flow(doc, {EXAMPLE_STORE: store}, example={**example, "sql": "changed"})
     assert first.outputs["id"] == second.outputs["id"]  # the same key: replaced, not added
     hits = await store.query("sql", "year-end bonus of Tom", k=1)
     assert hits[0].payload["sql"] == "changed"

@@ -11,16 +11,14 @@ import pytest_asyncio
 from cryptography.fernet import Fernet
 from sqlalchemy import Engine
 
-from dagwright.registry import Registry
+from dagwright.registry import SECRETS, TABLES, BlockServices, Registry
 from dagwright.runtime import Executor, ExecutorOptions
-from dagwright.secrets import Secrets
 from dagwright.services.apps import AppService
 from dagwright.services.data_sources import DataSourceService
 from dagwright.services.datasets import DatasetService
 from dagwright.services.evaluations import EvaluationService
 from dagwright.services.runs.service import RunService
 from dagwright.services.secret_store import DatabaseSecrets
-from dagwright.tabular import TableAccess
 from support.database import migrated_engine
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "evaluation"
@@ -40,7 +38,7 @@ async def evaluations(
     monkeypatch.delenv("DAGWRIGHT_SOURCE_ROOTS", raising=False)
     secrets = DatabaseSecrets(engine, Fernet.generate_key())
     data = DataSourceService(engine, secrets)
-    services: dict[type, object] = {Secrets: secrets, TableAccess: data}
+    services = BlockServices({SECRETS: secrets, TABLES: data})
     apps = AppService(engine, Registry.default())
     runs = RunService(engine, Executor(ExecutorOptions(services=services)), "test-eval")
     runs.start_writer()

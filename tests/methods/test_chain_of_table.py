@@ -12,8 +12,7 @@ from typing import Any
 
 import pytest
 
-from dagwright.llm.gateway import LLMGateway
-from dagwright.registry import Registry
+from dagwright.registry import MODELS, BlockServices, Registry
 from dagwright.runtime import (
     Executor,
     ExecutorOptions,
@@ -36,7 +35,7 @@ async def _run(registry: Registry, case: dict[str, Any]) -> RunResult:
     plan = compile_flow(flow, registry)
     with scripted_server({"rules": case["rules"]}) as server:
         gateway = gateway_for(server)
-        executor = Executor(ExecutorOptions(services={LLMGateway: gateway}))
+        executor = Executor(ExecutorOptions(services=BlockServices({MODELS: gateway})))
         inputs = {"question": case["question"], "rows": case["rows"]}
         if case["caption"]:
             inputs["caption"] = case["caption"]

@@ -22,11 +22,10 @@ from dagwright.data.catalog import Catalog
 from dagwright.data.connectors.common import SOURCE_ROOTS_ENV
 from dagwright.data.demo import generate_billing, load_billing
 from dagwright.data.engine import QueryEngine
-from dagwright.llm.gateway import LLMGateway
 from dagwright.methods.data_copilot.library import InterfaceLibrary
 from dagwright.methods.data_copilot.plan import PlanError, parse
 from dagwright.methods.data_copilot.tool_blocks import library_blocks
-from dagwright.registry import Registry
+from dagwright.registry import INTERFACES, MODELS, TABLES, BlockServices, Registry
 from dagwright.runtime import Executor, ExecutorOptions, RunResult, compile_flow, parse_flow
 from dagwright.runtime.events import IterationFinished, IterationStarted
 from dagwright.store.db import make_engine, migrate
@@ -184,7 +183,7 @@ async def _run(
     )
     with scripted_server(script) as server:
         gateway = gateway_for(server)
-        given = {LLMGateway: gateway, **{type(s): s for s in services.values()}}
+        given = BlockServices({MODELS: gateway, TABLES: services["t"], INTERFACES: services["l"]})
         try:
             result = await Executor(ExecutorOptions(services=given)).run(plan, inputs)
         finally:
@@ -393,7 +392,7 @@ async def test_designed_interfaces_are_tool_blocks_in_the_registry(
         ],
     }
     plan = compile_flow(parse_flow(flow), registry)
-    result = await Executor(ExecutorOptions(services={TableAccess: tables})).run(
+    result = await Executor(ExecutorOptions(services=BlockServices({TABLES: tables}))).run(
         plan, {"tenant": 1}
     )
     assert result.status == "succeeded", result.error

@@ -14,9 +14,8 @@ import pytest
 from dagwright.evaluation.metrics import finqa as metric
 from dagwright.evaluation.metrics.base import Item
 from dagwright.evaluation.scoring import score_items
-from dagwright.llm.gateway import LLMGateway
 from dagwright.methods.finqa.program import execute, extract_program, tokenize
-from dagwright.registry import Registry
+from dagwright.registry import MODELS, BlockServices, Registry
 from dagwright.runtime import Executor, ExecutorOptions, RunResult, compile_flow, parse_flow
 from dagwright.runtime.events import NodeStarted
 from support.models import gateway_for, scripted_server
@@ -179,7 +178,7 @@ async def _run(
     with scripted_server(script) as server:
         gateway = gateway_for(server)
         try:
-            result = await Executor(ExecutorOptions(services={LLMGateway: gateway})).run(
+            result = await Executor(ExecutorOptions(services=BlockServices({MODELS: gateway}))).run(
                 plan, {**inputs, "question": case["qa"]["question"]}
             )
         finally:

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from dagwright.llm.gateway import ChatRequest, LLMGateway
-from dagwright.registry import Registry
+from dagwright.llm.gateway import ChatRequest
+from dagwright.registry import MODELS, BlockServices, Registry
 from dagwright.runtime import Executor, ExecutorOptions, compile_flow, parse_flow
 from support.models import gateway_for, scripted_server
 
@@ -82,7 +82,7 @@ async def test_the_chat_scored_block_gives_each_answer_its_logprob(registry: Reg
     with scripted_server(SCRIPT) as server:
         gateway = gateway_for(server)
         try:
-            executor = Executor(ExecutorOptions(services={LLMGateway: gateway}))
+            executor = Executor(ExecutorOptions(services=BlockServices({MODELS: gateway})))
             result = await executor.run(plan, {"q": "rows?"})
         finally:
             await gateway.aclose()

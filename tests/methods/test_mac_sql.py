@@ -16,9 +16,8 @@ import pytest
 from dagwright.evaluation.metrics.base import Item
 from dagwright.evaluation.metrics.sql_exec import SpiderExecution
 from dagwright.evaluation.sql_databases import DatabaseRoot
-from dagwright.llm.gateway import LLMGateway
 from dagwright.methods.mac_sql.agents import NO_SQL, Execution, needs_repair
-from dagwright.registry import Registry
+from dagwright.registry import MODELS, BlockServices, Registry
 from dagwright.runtime import Executor, ExecutorOptions, RunResult, compile_flow, parse_flow
 from dagwright.runtime.events import NodeFinished
 from support.models import gateway_for, scripted_server
@@ -180,7 +179,7 @@ async def _run(registry: Registry, case: dict[str, Any]) -> RunResult:
     with scripted_server(_script(case)) as server:
         gateway = gateway_for(server)
         try:
-            executor = Executor(ExecutorOptions(services={LLMGateway: gateway}))
+            executor = Executor(ExecutorOptions(services=BlockServices({MODELS: gateway})))
             result = await executor.run(
                 plan, {"question": case["question"], "database": case["db"]}
             )

@@ -16,8 +16,7 @@ from dagwright.data.catalog import Catalog
 from dagwright.data.connectors import MysqlConnector, PostgresConnector
 from dagwright.data.engine import QueryEngine
 from dagwright.data.limits import QueryLimits
-from dagwright.llm.gateway import LLMGateway
-from dagwright.registry import Registry
+from dagwright.registry import MODELS, TABLES, BlockServices, Registry
 from dagwright.runtime import Executor, ExecutorOptions, NodeFinished, compile_flow, parse_flow
 from dagwright.secrets import MappingSecrets
 from dagwright.tabular import TableAccess
@@ -94,7 +93,7 @@ async def test_mac_sql_on_postgres_and_mariadb_tables(
         plan = compile_flow(parse_flow(json.loads(FLOW.read_text("utf-8"))), registry)
         with scripted_server(script) as server:
             gateway = gateway_for(server)
-            services = {LLMGateway: gateway, TableAccess: TableAccess(lambda: engine)}
+            services = BlockServices({MODELS: gateway, TABLES: TableAccess(lambda: engine)})
             try:
                 executor = Executor(ExecutorOptions(services=services))
                 result = await executor.run(plan, {"question": QUESTION, "database": source})

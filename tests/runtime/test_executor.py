@@ -9,6 +9,7 @@ import time
 import pytest
 
 from dagwright.errors import InputError
+from dagwright.registry import BlockServices, MissingServiceError
 from dagwright.runtime import (
     Executor,
     ExecutorOptions,
@@ -469,7 +470,7 @@ async def test_event_stream_is_live_ordered_and_replayable() -> None:
 
 
 async def test_global_concurrency_limit_spans_runs() -> None:
-    from support.blocks import Gauge
+    from support.blocks import GAUGE, Gauge
 
     plan = compiled(
         [
@@ -480,20 +481,22 @@ async def test_global_concurrency_limit_spans_runs() -> None:
         [*(edge("c", f"s{i}.x") for i in range(3)), *(edge(f"s{i}", f"o{i}") for i in range(3))],
     )
     gauge = Gauge()
-    executor = Executor(ExecutorOptions(global_concurrency=2, services={Gauge: gauge}))
+    executor = Executor(
+        ExecutorOptions(global_concurrency=2, services=BlockServices({GAUGE: gauge}))
+    )
     runs = [executor.start(plan) for _ in range(2)]
     results = [await run.result() for run in runs]
     assert all(r.status == "succeeded" for r in results)
     assert gauge.peak == 2  # six sleeping nodes over two runs, never more than two at once
     unlimited = Gauge()
-    free = Executor(ExecutorOptions(services={Gauge: unlimited}))
+    free = Executor(ExecutorOptions(services=BlockServices({GAUGE: unlimited})))
     for result in [await run.result() for run in [free.start(plan) for _ in range(2)]]:
         assert result.status == "succeeded"
     assert unlimited.peak == 6
 
 
 async def test_services_and_usage_are_summed_per_node_and_run() -> None:
-    from support.blocks import Greeter
+    from support.blocks import GREETER, Greeter
 
     plan = compiled(
         [
@@ -504,7 +507,7 @@ async def test_services_and_usage_are_summed_per_node_and_run() -> None:
         ],
         [edge("a", "o1"), edge("b", "o2")],
     )
-    executor = Executor(ExecutorOptions(services={Greeter: Greeter("hi")}))
+    executor = Executor(ExecutorOptions(services=BlockServices({GREETER: Greeter("hi")})))
     result = await executor.run(plan)
     assert result.outputs == {"a": "hi", "b": "hi"}
     assert (result.usage.prompt_tokens, result.usage.completion_tokens) == (20, 10)
@@ -516,7 +519,8 @@ async def test_services_and_usage_are_summed_per_node_and_run() -> None:
     assert usage_event.data["model"] == "m"
     assert result.events[-1].to_dict()["usage"]["calls"] == 2
 
-    missing = await Executor().run(plan)
-    assert missing.error is not None
-    assert missing.error.code == "service_unavailable"
-    assert "needs Greeter, which the run was not given" in missing.error.message
+    # A run that lacks a service its nodes declare fails before any node runs.
+    with pytest.raises(MissingServiceError) as missing:
+        await Executor().run(plan)
+    assert missing.value.code == "service_unavailable"
+    assert "a test's greeter (greeter) for nodes 'a', 'b'" in missing.value.message

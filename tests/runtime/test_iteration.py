@@ -13,8 +13,7 @@ from pydantic import BaseModel
 
 import dagwright.blocks.input as io_blocks
 import dagwright.blocks.iteration as iteration_blocks
-from dagwright.invocation import AppInvoker
-from dagwright.registry import NodeContext, Registry, Usage, block
+from dagwright.registry import APPS, BlockServices, NodeContext, Registry, Usage, block
 from dagwright.runtime import (
     AppFlows,
     CompiledFlow,
@@ -346,7 +345,7 @@ async def test_rerun_reuses_a_map_nodes_output() -> None:
     assert not any(isinstance(e, IterationStarted) for e in result.events)
 
 
-class Apps(AppInvoker, AppFlows):
+class Apps(AppFlows):
     """App flows from documents held in memory, compiled as the server compiles them."""
 
     def __init__(self, docs: dict[str, dict[str, Any]]) -> None:
@@ -377,7 +376,7 @@ async def test_app_references_run_as_nested_spans_and_recursion_hits_the_depth_l
     leaf = doc([node("x", "json_input", name="x"), node("y", "output", name="y")], [edge("x", "y")])
     apps = Apps({"leaf": leaf, "loop": calling("leaf")})
     caller = compile_flow(parse_flow(calling("leaf")), registry(), apps)
-    executor = Executor(ExecutorOptions(services={AppInvoker: apps}))
+    executor = Executor(ExecutorOptions(services=BlockServices({APPS: apps})))
     result = await executor.run(caller, {"x": 5})
     assert result.outputs == {"y": 5}
     assert any(e.node == "call/y" for e in result.events if isinstance(e, NodeFinished))

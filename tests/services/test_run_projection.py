@@ -14,7 +14,7 @@ from sqlalchemy import Engine
 
 import dagwright.blocks.input as io_blocks
 import dagwright.blocks.iteration as iteration_blocks
-from dagwright.registry import Registry
+from dagwright.registry import BlockServices, Registry
 from dagwright.runtime import (
     CompiledFlow,
     Executor,
@@ -28,7 +28,7 @@ from dagwright.runtime import (
 from dagwright.services.runs.records import NodeRecord
 from dagwright.services.runs.service import RunService
 from support import blocks as test_blocks
-from support.blocks import Greeter
+from support.blocks import GREETER, Greeter
 from support.database import DATABASES, clear, migrated_engine
 from support.flows import edge, node
 
@@ -45,7 +45,7 @@ def engine(
 @pytest.fixture
 async def runs(engine: Engine) -> AsyncIterator[RunService]:
     clear(engine)
-    executor = Executor(ExecutorOptions(services={Greeter: Greeter("hi")}))
+    executor = Executor(ExecutorOptions(services=BlockServices({GREETER: Greeter("hi")})))
     service = RunService(engine, executor, "r1")
     service.start_writer()
     yield service

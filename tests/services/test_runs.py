@@ -11,7 +11,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
 from datetime import timedelta
-from typing import Any
+from typing import Any, Final
 
 import pytest
 from sqlalchemy import Engine, create_engine, event, select, text
@@ -20,23 +20,31 @@ from sqlmodel import Session, SQLModel
 
 import dagwright.blocks.input as io_blocks
 from dagwright.errors import ConflictError, InputError, NotFoundError
-from dagwright.registry import NodeContext, Registry, block
+from dagwright.registry import BlockServices, NodeContext, Registry, Service, block
 from dagwright.runtime import CompiledFlow, Executor, ExecutorOptions
 from dagwright.services.runs.records import MAX_VALUE_BYTES, PREVIEW_BYTES, json_value
 from dagwright.services.runs.service import RunService
 from dagwright.services.runs.writer import RUN_NODES, RunWriter, WriterStoppedError
 from dagwright.store.models import App, Replica, Run, Version, utcnow
 from support import blocks as test_blocks
-from support.blocks import Greeter
+from support.blocks import GREETER, Greeter
 from support.flows import compiled, edge, node
 
 PG_URL = "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 
 
-@block("t_probe_run_row", category="data_process", description="Reads its own run's row.")
+DATABASE: Final[Service[Engine]] = Service("database", "the test's database")
+
+
+@block(
+    "t_probe_run_row",
+    category="data_process",
+    description="Reads its own run's row.",
+    needs=(DATABASE,),
+)
 def t_probe_run_row(ctx: NodeContext, x: Any = None) -> str:
     """Returns the status the database holds for the running run, from a fresh session."""
-    engine = ctx.service(Engine)
+    engine = ctx.service(DATABASE)
     with Session(engine) as session:
         run = session.get(Run, ctx.run_id)
         return "missing" if run is None else run.status
@@ -97,7 +105,8 @@ def db(engine: Engine) -> Engine:
 
 
 def new_service(db: Engine, replica: str = "r1", **options: Any) -> RunService:
-    executor = Executor(ExecutorOptions(services={Greeter: Greeter("hi"), Engine: db}))
+    services = BlockServices({GREETER: Greeter("hi"), DATABASE: db})
+    executor = Executor(ExecutorOptions(services=services))
     service = RunService(db, executor, replica, **options)
     service.start_writer()
     return service

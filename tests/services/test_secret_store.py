@@ -12,7 +12,8 @@ from cryptography.fernet import Fernet
 from sqlalchemy import Engine, text
 
 from dagwright.errors import InputError
-from dagwright.secrets import SecretNotFoundError, Secrets
+from dagwright.registry.services import Secrets
+from dagwright.secrets import SecretNotFoundError
 from dagwright.services.secret_store import (
     DatabaseSecrets,
     MasterKeyError,

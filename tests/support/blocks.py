@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import asyncio
 import time
-from typing import Any, TypedDict
+from typing import Any, Final, TypedDict
 
 from pydantic import BaseModel
 
-from dagwright.registry import ModelCall, NodeContext, Route, Usage, block
+from dagwright.registry import ModelCall, NodeContext, Route, Service, Usage, block
 
 
 class ValueConfig(BaseModel):
@@ -119,10 +119,18 @@ class Greeter:
         self.greeting = greeting
 
 
-@block("t_metered", category="data_process", description="Uses a service, records usage.")
+GREETER: Final[Service[Greeter]] = Service("greeter", "a test's greeter")
+
+
+@block(
+    "t_metered",
+    category="data_process",
+    description="Uses a service, records usage.",
+    needs=(GREETER,),
+)
 async def t_metered(ctx: NodeContext, x: Any = None) -> str:
     """Asks the run for a Greeter and accounts for a pretend model call."""
-    greeter = ctx.service(Greeter)
+    greeter = ctx.service(GREETER)
     ctx.record_usage(
         Usage(prompt_tokens=10, completion_tokens=5, cost=0.5, calls=1), ModelCall(model="m")
     )
@@ -137,10 +145,13 @@ class Gauge:
         self.peak = 0
 
 
-@block("t_gauged", category="data_process", description="Counted while it sleeps.")
+GAUGE: Final[Service[Gauge]] = Service("gauge", "a test's gauge")
+
+
+@block("t_gauged", category="data_process", description="Counted while it sleeps.", needs=(GAUGE,))
 async def t_gauged(config: SleepConfig, ctx: NodeContext, x: Any = None) -> Any:
     """Sleeps config.seconds, counted by the run's Gauge service."""
-    gauge = ctx.service(Gauge)
+    gauge = ctx.service(GAUGE)
     gauge.active += 1
     gauge.peak = max(gauge.peak, gauge.active)
     try:

@@ -27,7 +27,7 @@ import pymysql
 import pytest
 
 from dagwright.data.connector import Connector, Filter, Split, TableInfo
-from dagwright.secrets import Secrets
+from dagwright.registry.services import Secrets
 
 POSTGRES_URL = os.environ.get(
     "DAGWRIGHT_TEST_PG_DATA_URL", "postgresql://postgres@127.0.0.1:5432/test"

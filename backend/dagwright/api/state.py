@@ -16,7 +16,7 @@ from dagwright.data.isolation import log_isolation
 from dagwright.embedding.service import ExampleStore
 from dagwright.llm.gateway import LLMGateway
 from dagwright.methods.data_copilot.tool_blocks import library_blocks
-from dagwright.registry import Registry
+from dagwright.registry import HUMAN, Registry
 from dagwright.services.apps import AppService
 from dagwright.services.data_sources import DataSourceService
 from dagwright.services.endpoints import EndpointResolver
@@ -76,7 +76,7 @@ async def serving(app: FastAPI, settings: ServerSettings) -> AsyncIterator[None]
         app.state.triggers.start()
         stack.push_async_callback(app.state.triggers.close)  # before the runs close (LIFO)
         # Runs paused at human_input nodes (routes/human.py); timeouts swept by every replica.
-        process.block_services().provide(HumanInbox, HumanInbox(engine))
+        process.block_services().provide(HUMAN, HumanInbox(engine))
         app.state.human = HumanService(engine, apps, runs)
         app.state.human.start()
         stack.push_async_callback(app.state.human.close)

@@ -24,7 +24,8 @@ from dagwright.data.connector import Connector, Filter, Split, TableInfo
 from dagwright.data.connectors import connector_kinds
 from dagwright.data.connectors.common import SourcePathError, SourcePaths
 from dagwright.errors import DataError, DataSourceError, describe_validation_error
-from dagwright.secrets import EnvSecrets, Secrets
+from dagwright.registry.services import Secrets
+from dagwright.secrets import EnvSecrets
 
 SOURCE_NAME = re.compile(r"[a-z_][a-z0-9_]{0,62}")
 # Names the engine gives the tables it registers in DuckDB; sources may not look like them.

@@ -31,7 +31,7 @@ import pyarrow as pa
 from pydantic import BaseModel
 
 from dagwright.errors import DataSourceError
-from dagwright.secrets import Secrets
+from dagwright.registry.services import Secrets
 
 
 @dataclass(frozen=True, slots=True)

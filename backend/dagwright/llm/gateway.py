@@ -25,7 +25,7 @@ from dagwright.llm.providers import ProviderConfig, ProviderSettings
 from dagwright.llm.recording import Recorder
 from dagwright.llm.transport import Answer, Origin, TimedOut, TransportError
 from dagwright.registry.context import ModelCall, Usage
-from dagwright.secrets import Secrets
+from dagwright.registry.services import Secrets
 
 T = TypeVar("T")
 DeltaFn = Callable[[int, str], None]  # (choice index, text delta)

@@ -18,7 +18,8 @@ from dagwright.llm.recording import Recorder
 from dagwright.llm.scripted.replay import script_from_recording
 from dagwright.llm.scripted.runner import ScriptedServer
 from dagwright.llm.scripted.script import Script, default_script
-from dagwright.secrets import EnvSecrets, Secrets
+from dagwright.registry.services import Secrets
+from dagwright.secrets import EnvSecrets
 
 
 def redirect_to(settings: ProviderSettings, base_url: str) -> ProviderSettings:

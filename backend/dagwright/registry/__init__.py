@@ -11,19 +11,35 @@ from dagwright.registry.block import (
     block,
     spec_of,
 )
-from dagwright.registry.context import (
-    MissingServiceError,
-    ModelCall,
-    ModelUsage,
-    NodeContext,
-    Usage,
-)
+from dagwright.registry.context import ModelCall, ModelUsage, NodeContext, Usage
 from dagwright.registry.registry import Registry
+from dagwright.registry.services import (
+    APPS,
+    AUTOTQA,
+    EXAMPLES,
+    HUMAN,
+    INTERFACES,
+    MODELS,
+    SECRETS,
+    TABLES,
+    BlockServices,
+    MissingServiceError,
+    Service,
+)
 from dagwright.registry.types import Compat, checker_for, compatibility, type_name
 
 __all__ = [
+    "APPS",
+    "AUTOTQA",
     "CATEGORIES",
     "DEFAULT_OUTPUT",
+    "EXAMPLES",
+    "HUMAN",
+    "INTERFACES",
+    "MODELS",
+    "SECRETS",
+    "TABLES",
+    "BlockServices",
     "BlockSpec",
     "Category",
     "Compat",
@@ -35,6 +51,7 @@ __all__ = [
     "PortSpec",
     "Registry",
     "Route",
+    "Service",
     "Usage",
     "block",
     "checker_for",

@@ -41,6 +41,7 @@ from pydantic import BaseModel, ConfigDict
 
 from dagwright.errors import BlockConfigError, BlockDefinitionError
 from dagwright.registry.context import NodeContext
+from dagwright.registry.services import Service
 from dagwright.registry.types import json_schema, strip_annotated, type_name, unsupported_reason
 
 Category = Literal["input", "data_process", "condition", "llm", "invoke", "tool"]
@@ -128,6 +129,11 @@ class BlockSpec:
         """Whether a run resumed after a crash may call the block again."""
         return self.side_effects != "not_retryable"
 
+    # The services the block looks up (registry/services.py), or a function of the config
+    # saying which (a secret only when one is named): a run that lacks one fails at its
+    # start, naming the service and the nodes.
+    needs: Sequence[Service[Any]] | Callable[[Any], Sequence[Service[Any]]] = field(default=())
+
     @property
     def is_condition(self) -> bool:
         return self.branches is not None
@@ -146,6 +152,10 @@ class BlockSpec:
                 raise BlockConfigError(f"port name {name!r} is not an identifier")
             ports[name] = PortSpec(name=name, type=self.dynamic_port_type)
         return ports
+
+    def needs_for(self, config: BaseModel) -> Sequence[Service[Any]]:
+        """The services a node of this block with this config looks up."""
+        return self.needs(config) if callable(self.needs) else self.needs
 
     def branch_names(self, config: BaseModel) -> list[str]:
         if self.branches is None:
@@ -243,8 +253,11 @@ def block(
     timeout: float | None = None,
     tags: Sequence[str] = (),
     side_effects: SideEffects = "none",
+    needs: Sequence[Service[Any]] | Callable[[Any], Sequence[Service[Any]]] = (),
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-    """Declare a block. The function stays callable as it was; the spec is attached to it."""
+    """Declare a block. The function stays callable as it was; the spec is attached to it.
+    `needs`: the services it looks up with `ctx.service(...)` (registry/services.py), or a
+    function of its config that says which."""
 
     def decorate(fn: Callable[..., Any]) -> Callable[..., Any]:
         fn.__dagwright_block__ = _build_spec(  # type: ignore[attr-defined]
@@ -261,6 +274,7 @@ def block(
             timeout=timeout,
             tags=tuple(tags),
             side_effects=side_effects,
+            needs=needs if callable(needs) else tuple(needs),
         )
         return fn
 
@@ -287,6 +301,7 @@ def _build_spec(
     timeout: float | None,
     tags: tuple[str, ...],
     side_effects: SideEffects = "none",
+    needs: Sequence[Service[Any]] | Callable[[Any], Sequence[Service[Any]]] = (),
 ) -> BlockSpec:
     if not name.replace("_", "").isalnum() or not name[0].isalpha():
         raise _fail(fn, f"block name {name!r} must be letters, digits and _ (starting a letter)")
@@ -349,6 +364,8 @@ def _build_spec(
             default=param.default if has_default else None,
             description=_port_description(annotation),
         )
+    if needs and context_param is None:
+        raise _fail(fn, "a block that needs services takes a NodeContext to look them up")
     if has_var_keyword != (dynamic_ports is not None):
         raise _fail(fn, "**ports and dynamic_ports= go together: declare both or neither")
 
@@ -389,4 +406,5 @@ def _build_spec(
         timeout=timeout,
         tags=tags,
         side_effects=side_effects,
+        needs=needs,
     )

@@ -6,7 +6,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Final, TypeVar
 
-from dagwright.errors import DagwrightError
+from dagwright.registry.services import BlockServices, Service
 
 T = TypeVar("T")
 
@@ -75,12 +75,6 @@ class ModelCall:
         return {name: value for name, value in known if value is not None}
 
 
-class MissingServiceError(DagwrightError):
-    """A block needs a service (model providers, secrets...) that the run was not given."""
-
-    code = "service_unavailable"
-
-
 # emit(node_id, kind, data): the runtime turns it into a NodeMessage event.
 EmitFn = Callable[[str, str, dict[str, Any]], None]
 # record(node_id, usage, call): the runtime adds usage to the node's and run's totals.
@@ -120,7 +114,7 @@ class NodeContext:
         node_id: str,
         emit: EmitFn,
         record: UsageFn,
-        services: Mapping[type, object],
+        services: BlockServices,
         path: str | None = None,
     ) -> None:
         self.run_id = run_id
@@ -141,13 +135,7 @@ class NodeContext:
         and per run, and shown as a usage event."""
         self._record(self.node_id, usage, call if call is not None else _UNKNOWN_CALL)
 
-    def service(self, kind: type[T]) -> T:
-        """The run's instance of a service, looked up by its class."""
-        found = self._services.get(kind)
-        if found is None:
-            raise MissingServiceError(
-                f"this block needs {kind.__name__}, which the run was not given"
-            )
-        if not isinstance(found, kind):
-            raise TypeError(f"service registered for {kind.__name__} is a {type(found).__name__}")
-        return found
+    def service(self, service: Service[T]) -> T:
+        """The run's instance of a service the block declared (`needs=`), by its key
+        (registry/services.py); MissingServiceError when the run was not given it."""
+        return self._services.get(service)

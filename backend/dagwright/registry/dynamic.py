@@ -12,6 +12,7 @@ from typing import Any
 
 from dagwright.registry.block import BlockSpec, Category, block, spec_of
 from dagwright.registry.context import NodeContext
+from dagwright.registry.services import Service
 
 _NO_DEFAULT = inspect.Parameter.empty
 
@@ -37,6 +38,7 @@ def dynamic_block(
     run: Run,
     module: str,
     tags: Sequence[str] = (),
+    needs: Sequence[Service[Any]] = (),
 ) -> BlockSpec:
     """A block named `name` whose input ports are `inputs` and whose output is typed
     `output`; running it awaits `run(ctx, ports)`."""
@@ -60,7 +62,9 @@ def dynamic_block(
     call.__doc__ = doc
     call.__name__ = call.__qualname__ = name
     call.__module__ = module
-    decorated = block(name, category=category, description=description, tags=tags)(call)
+    decorated = block(name, category=category, description=description, tags=tags, needs=needs)(
+        call
+    )
     spec = spec_of(decorated)
     assert spec is not None  # `block` attaches it
     return spec

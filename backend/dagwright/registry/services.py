@@ -1,55 +1,248 @@
-"""The services a run gives its blocks, looked up by class (`ctx.service(LLMGateway)`).
+"""The services a block may use: each a Protocol (what a block may call) and a typed key
+(`MODELS`, `TABLES`...) that a block declares (`@block(..., needs=(MODELS,))`) and looks its
+service up by (`ctx.service(MODELS)`, typed `ModelAccess`).
 
-`BlockServices` holds instances and factories: a factory is named by its service class's
-import path, so the class's module is not imported until a block asks for it (the model
-gateway, Qdrant and the data layer are most of a cold start)."""
+A run is given a `BlockServices`: the process's services by key, each built when a block
+first asks for it (composition.py provides them). Starting a run checks every node's
+declared needs against it and fails, before any node runs, naming every missing service and
+the nodes that need it (`MissingServiceError`). A block declares what it always needs, or
+what its config says it needs (`needs=lambda config: ...`); a service it looks up only for
+some input values (a table given by name rather than as rows) is not declared, and its
+lookup fails at that node, with the same error, when the run lacks it.
+
+A new kind of service goes here: its Protocol and its key; the composition root provides it.
+The types in the Protocols' signatures are imported for type checking only: this module
+loads none of the model gateway, the data layer or Qdrant.
+"""
 
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Final, Generic, Protocol, TypeVar, runtime_checkable
+
+from dagwright.errors import DagwrightError
+
+if TYPE_CHECKING:
+    from dagwright.data.engine import QueryEngine
+    from dagwright.embedding.embedder import Embedder
+    from dagwright.embedding.service import Hit
+    from dagwright.llm.gateway import CallResult, ChatRequest, DeltaFn
+    from dagwright.methods.data_copilot.library import InterfaceLibrary
+    from dagwright.services.human import HumanInbox
+
+T = TypeVar("T")
 
 
-def service_key(kind: type) -> str:
-    """A service class's import path: how a factory names the class it builds."""
-    return f"{kind.__module__}.{kind.__qualname__}"
+class MissingServiceError(DagwrightError):
+    """A run lacks a service its blocks need (model providers, tables...): the message names
+    each missing service and the nodes that need it."""
+
+    code = "service_unavailable"
 
 
-class BlockServices(Mapping[type, object]):
-    """The run's services by class, each built on its first lookup. Lookups may come from
-    blocks running in threads: building is done once, under a lock."""
+class Service(Generic[T]):
+    """The key of one kind of service; `T` is what a block gets for it."""
 
-    def __init__(self, ready: Mapping[type, object] | None = None) -> None:
-        self._ready: dict[type, object] = dict(ready or {})
-        self._factories: dict[str, Callable[[], object]] = {}
+    __slots__ = ("name", "what")
+
+    def __init__(self, name: str, what: str) -> None:
+        self.name = name
+        self.what = what
+
+    def __repr__(self) -> str:
+        return f"Service({self.name!r})"
+
+
+# -- the Protocols ---------------------------------------------------------------------------
+
+
+class ModelAccess(Protocol):
+    """Calls to the configured model providers (the LLM gateway)."""
+
+    async def chat(
+        self, provider_name: str | None, request: ChatRequest, on_delta: DeltaFn | None = None
+    ) -> CallResult: ...
+
+    async def complete(
+        self,
+        provider_name: str | None,
+        prompt: str,
+        *,
+        model: str | None = None,
+        temperature: float | None = None,
+        max_tokens: int | None = None,
+        stop: list[str] | None = None,
+        on_delta: DeltaFn | None = None,
+    ) -> CallResult: ...
+
+    async def embed(
+        self,
+        provider_name: str | None,
+        texts: list[str],
+        *,
+        model: str | None = None,
+        dimensions: int | None = None,
+    ) -> CallResult: ...
+
+
+class ExampleSearch(Protocol):
+    """The few-shot example store (Qdrant)."""
+
+    async def upsert(self, namespace: str, examples: list[dict[str, Any]]) -> list[str]: ...
+
+    async def query(
+        self,
+        namespace: str,
+        text: str,
+        k: int = 5,
+        filter: dict[str, Any] | None = None,
+        min_score: float | None = None,
+    ) -> list[Hit]: ...
+
+
+class Tables(Protocol):
+    """The query engine over every registered data source, and the embedders that rank its
+    tables by meaning (a provider's through the process's model gateway)."""
+
+    def engine(self) -> QueryEngine: ...
+
+    def embedder(self, spec: str) -> Embedder: ...
+
+
+class AppInvocation(Protocol):
+    """Runs another app's published (or pinned) version as a child of the calling run."""
+
+    async def invoke(
+        self,
+        app: str,
+        version: str | None,
+        inputs: Mapping[str, Any],
+        *,
+        parent_run_id: str,
+        parent_node: str,
+    ) -> dict[str, Any]:
+        """The child run's outputs; raises when it does not succeed, naming the child run."""
+        ...
+
+
+@runtime_checkable  # isinstance: what a store is (checks its methods only)
+class Secrets(Protocol):
+    """Where a run reads secret values from, by name (never written into flows or events)."""
+
+    def get(self, name: str) -> str:
+        """The secret's value. Raises SecretNotFoundError when it is not set, ValueError
+        when the name is not a valid secret name."""
+        ...
+
+    def names(self) -> list[str]:
+        """The names of the secrets that are set, sorted; never their values."""
+        ...
+
+
+class AutoTqa(Protocol):
+    """Answers a question with the AutoTQA agents."""
+
+    async def ask_question(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        """The finished conversation as a dict: `id`, `status` (completed | round_limit |
+        failed), `answer` (with its evidence), `turns`, `usage`."""
+        ...
+
+
+# -- the keys --------------------------------------------------------------------------------
+
+MODELS: Final = Service[ModelAccess]("models", "model providers (the LLM gateway)")
+EXAMPLES: Final = Service[ExampleSearch]("examples", "the few-shot example store")
+TABLES: Final = Service[Tables]("tables", "the data sources' query engine")
+APPS: Final = Service[AppInvocation]("apps", "calls to other apps (a dagwright server)")
+SECRETS: Final = Service[Secrets]("secrets", "secrets")
+AUTOTQA: Final = Service[AutoTqa]("autotqa", "the AutoTQA agents")
+# Two services of one feature each, typed by their class.
+INTERFACES: Final[Service[InterfaceLibrary]] = Service(
+    "interfaces", "Data-Copilot's interface libraries (the database)"
+)
+HUMAN: Final[Service[HumanInbox]] = Service("human", "requests to people (a dagwright server)")
+
+
+# -- what a run is given ---------------------------------------------------------------------
+
+
+class BlockServices:
+    """The services a run's blocks may use, by key: given ready (`provide`) or built on the
+    first lookup (`provide_lazily`). Lookups may come from blocks running in threads: a
+    service is built once, under a lock."""
+
+    __slots__ = ("_factories", "_lock", "_parent", "_ready")
+
+    def __init__(
+        self,
+        given: Mapping[Service[Any], object] | None = None,
+        parent: BlockServices | None = None,
+    ) -> None:
+        """`given`: services ready by key (tests; the process's go through `provide`, which
+        checks each against its key's type)."""
+        self._ready: dict[Service[Any], object] = dict(given or {})
+        self._factories: dict[Service[Any], Callable[[], object]] = {}
         self._lock = threading.Lock()
+        self._parent = parent
 
-    def provide(self, kind: type, service: object) -> None:
-        self._ready[kind] = service
+    def provide(self, service: Service[T], value: T) -> None:
+        self._ready[service] = value
 
-    def provide_lazily(self, import_path: str, factory: Callable[[], object]) -> None:
-        """`factory` builds the service of the class at `import_path` when first asked for."""
-        self._factories[import_path] = factory
+    def provide_lazily(self, service: Service[T], factory: Callable[[], T]) -> None:
+        self._factories[service] = factory
 
-    def __getitem__(self, kind: type) -> object:
-        found = self._ready.get(kind)
-        if found is not None:
+    def with_service(self, service: Service[T], value: T) -> BlockServices:
+        """These services and one more (a view: what is built later is seen through it)."""
+        extended = BlockServices(parent=self)
+        extended.provide(service, value)
+        return extended
+
+    def provides(self, service: Service[Any]) -> bool:
+        if service in self._ready or service in self._factories:
+            return True
+        return self._parent is not None and self._parent.provides(service)
+
+    def get(self, service: Service[T]) -> T:
+        """The service, built now if it is provided lazily; MissingServiceError when it is
+        not provided."""
+        if service in self._ready:
+            found: T = self._ready[service]  # type: ignore[assignment]  # typed by provide()
             return found
-        if not isinstance(kind, type) or service_key(kind) not in self._factories:
-            raise KeyError(kind)
+        if service not in self._factories:
+            if self._parent is not None:
+                return self._parent.get(service)
+            raise MissingServiceError(
+                f"this block needs {service.what} ({service.name}), which the run was not given"
+            )
         with self._lock:
-            found = self._ready.get(kind)
-            if found is None:
-                found = self._factories.pop(service_key(kind))()
-                self._ready[kind] = found
-            return found
-
-    def __iter__(self) -> Iterator[type]:
-        return iter(self._ready)  # the services built so far
-
-    def __len__(self) -> int:
-        return len(self._ready)
+            if service not in self._ready:
+                self._ready[service] = self._factories[service]()
+            built: T = self._ready[service]  # type: ignore[assignment]
+            return built
 
     def built(self) -> list[str]:
-        """Import paths of the services built so far (for tests and benchmarks)."""
-        return sorted(service_key(kind) for kind in self._ready)
+        """The names of the services built (or given) so far (for tests and benchmarks)."""
+        names = {service.name for service in self._ready}
+        if self._parent is not None:
+            names.update(self._parent.built())
+        return sorted(names)
+
+
+def check_needs(nodes: Iterable[tuple[str, Sequence[Service[Any]]]], given: BlockServices) -> None:
+    """Raises MissingServiceError naming every service `given` lacks and the nodes (id,
+    declared needs) that need it; nothing is built."""
+    missing: dict[Service[Any], list[str]] = {}
+    for node_id, needs in nodes:
+        for service in needs:
+            if not given.provides(service):
+                missing.setdefault(service, []).append(node_id)
+    if missing:
+        parts = [
+            f"{service.what} ({service.name}) for node{'s' if len(ids) > 1 else ''} "
+            + ", ".join(repr(node_id) for node_id in ids)
+            for service, ids in missing.items()
+        ]
+        raise MissingServiceError(
+            "this process does not provide what the flow's blocks need: " + "; ".join(parts)
+        )

@@ -28,7 +28,8 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from dagwright.errors import DagwrightError, InputError
-from dagwright.registry import ModelCall, NodeContext, Route, Usage
+from dagwright.registry import BlockServices, ModelCall, NodeContext, Route, Usage
+from dagwright.registry.services import check_needs
 from dagwright.runtime.error_policy import call_with_retries, describe, error_record
 from dagwright.runtime.events import (
     NodeCancelled,
@@ -47,7 +48,7 @@ from dagwright.runtime.events import (
 from dagwright.runtime.pause import WaitingForHuman
 from dagwright.runtime.plan import CompiledFlow, PlanEdge, PlanNode
 from dagwright.runtime.scope import RunScope
-from dagwright.runtime.subflow import ServicesWithHost, SubflowHost
+from dagwright.runtime.subflow import SUBFLOWS, SubflowHost
 
 
 class _Marker:
@@ -228,8 +229,9 @@ class ExecutorOptions:
     node_timeout: float | None = None  # for nodes whose block and flow set none
     run_timeout: float | None = None
     thread_pool: ThreadPoolExecutor | None = None
-    # What blocks may ask their NodeContext for, by class (model providers, secrets...).
-    services: Mapping[type, object] = field(default_factory=dict)
+    # What blocks may ask their NodeContext for (model providers, secrets...): a run checks
+    # at its start that every service its nodes declare (`needs=`) is here.
+    services: BlockServices = field(default_factory=BlockServices)
     # Where sync blocks run (loop or threads), learnt per block type; shared by the runs.
     sync_policy: SyncPolicy = field(default_factory=SyncPolicy)
     # Awaited with (run id, node path, block) before a block declared
@@ -309,7 +311,7 @@ class Run:
             self._adopt(scope)
         self._services = options.services
         if plan.calls_subflows:
-            self._services = ServicesWithHost(options.services, SubflowHost(self))
+            self._services = options.services.with_service(SUBFLOWS, SubflowHost(self))
         # A child run has no task: `run_here` runs it in its caller's.
         self._task: asyncio.Task[RunFinished] | None = None
         if scope is None:
@@ -856,10 +858,13 @@ class Executor:
         run_id: str | None = None,
         reuse: Mapping[str, ReusedOutput] | None = None,
     ) -> Run:
-        """Start a run on the running loop. Raises InputError for unknown or missing inputs
-        before anything runs. Nodes named in `reuse` (by id) do not run: their given output
+        """Start a run on the running loop. Raises InputError for unknown or missing inputs,
+        MissingServiceError for services its nodes need that the executor lacks, before
+        anything runs. Nodes named in `reuse` (by id) do not run: their given output
         is passed on as if they had just produced it."""
         values = resolve_inputs(plan, inputs or {})
+        needs = ((node.id, node.spec.needs_for(node.config)) for node in plan.every_node())
+        check_needs(needs, self.options.services)  # MissingServiceError, naming them all
         by_index, inner = split_reuse(plan, reuse or {})
         run_id = run_id or uuid.uuid4().hex
         return Run(plan, values, run_id, self.options, self._slots, by_index, inner_reuse=inner)

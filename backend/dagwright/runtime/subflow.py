@@ -13,15 +13,15 @@ from __future__ import annotations
 import dataclasses
 import re
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from dagwright.errors import DagwrightError, InputError
-from dagwright.invocation import AppInvoker
-from dagwright.registry import PortSpec
+from dagwright.registry import APPS, PortSpec, Service
+from dagwright.registry.services import check_needs
 from dagwright.runtime.events import IterationFinished, IterationStarted, NodeEvent, RunEvent
 from dagwright.runtime.pause import WaitingForHuman, is_pause
 from dagwright.runtime.scope import RunScope
@@ -35,6 +35,8 @@ if TYPE_CHECKING:
 MAX_DEPTH: Final = 16  # nested sub-flow calls; stops recursion across apps at run time
 APP_REF: Final = re.compile(r"([a-z0-9][a-z0-9-]{1,62})(?:@(published|[0-9]+))?")
 SUBFLOW_TAG: Final = "subflow"  # the tag of blocks whose config is a SubflowConfig
+# The run's sub-flow host, given by the runtime itself to runs whose flow calls sub-flows.
+SUBFLOWS: Final[Service[SubflowHost]] = Service("subflows", "sub-flow runs (the runtime)")
 
 
 class SubflowError(DagwrightError):
@@ -131,15 +133,15 @@ class AppResolver(Protocol):
 
 class AppFlows:
     """How a run gets an app's compiled flow. Implemented by the service that also invokes
-    apps, and found through the run's AppInvoker, so the places that build a run's services
-    need nothing new."""
+    apps, and found through the run's APPS service, so the places that build a run's
+    services need nothing new."""
 
     async def compiled_app(self, app: str, version: str) -> CompiledFlow:
         raise NotImplementedError
 
 
 class SubflowHost:
-    """The run's side of sub-flow nodes: given to blocks as `ctx.service(SubflowHost)`."""
+    """The run's side of sub-flow nodes: given to blocks as `ctx.service(SUBFLOWS)`."""
 
     __slots__ = ("_child_options", "_run")
 
@@ -151,13 +153,19 @@ class SubflowHost:
     async def plan(self, ref: SubflowRef) -> CompiledFlow:
         if ref.subflow is not None:
             return self._run.plan.subflows[ref.subflow]
-        invoker = self._run._options.services.get(AppInvoker)
+        services = self._run._options.services
+        invoker = services.get(APPS) if services.provides(APPS) else None
         if not isinstance(invoker, AppFlows):
             raise SubflowUnavailableError(
                 f"{ref} needs a dagwright server to resolve it (this run has no app service)"
             )
         assert ref.app is not None
-        return await invoker.compiled_app(ref.app, ref.version)
+        plan = await invoker.compiled_app(ref.app, ref.version)
+        # An app's flow is known only now: its needs are checked before it runs.
+        check_needs(
+            ((node.id, node.spec.needs_for(node.config)) for node in plan.every_node()), services
+        )
+        return plan
 
     async def run(
         self, node_id: str, index: int | None, plan: CompiledFlow, inputs: Mapping[str, Any]
@@ -213,27 +221,6 @@ class SubflowHost:
             )
         )
         return result
-
-
-class ServicesWithHost(Mapping[type, object]):
-    """A run's services plus its SubflowHost. A view, not a copy: the services given may be
-    built lazily on lookup (the command line's are), which a copy would lose."""
-
-    __slots__ = ("_base", "_host")
-
-    def __init__(self, base: Mapping[type, object], host: SubflowHost) -> None:
-        self._base = base
-        self._host = host
-
-    def __getitem__(self, kind: type) -> object:
-        return self._host if kind is SubflowHost else self._base[kind]
-
-    def __iter__(self) -> Iterator[type]:
-        yield SubflowHost
-        yield from self._base
-
-    def __len__(self) -> int:
-        return len(self._base) + 1
 
 
 def _below(reuse: Mapping[str, ReusedOutput], prefix: str) -> dict[str, ReusedOutput]:

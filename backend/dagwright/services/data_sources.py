@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Literal
 from sqlalchemy import Engine
 
 from dagwright.errors import ConflictError, DataError, NotFoundError
-from dagwright.secrets import Secrets
+from dagwright.registry.services import Secrets
 from dagwright.settings import Settings
 from dagwright.store.data_sources import DataSourceRepository
 from dagwright.store.db import session

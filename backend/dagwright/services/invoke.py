@@ -8,7 +8,6 @@ from collections.abc import Mapping
 from typing import Any
 
 from dagwright.errors import DagwrightError
-from dagwright.invocation import AppInvoker
 from dagwright.runtime import AppFlows, CompiledFlow
 from dagwright.services.apps import AppService
 from dagwright.services.runs.service import RunService
@@ -22,7 +21,7 @@ class InvokeDepthError(DagwrightError):
     code = "invoke_depth"
 
 
-class InProcessInvoker(AppInvoker, AppFlows):
+class InProcessInvoker(AppFlows):
     def __init__(self, apps: AppService, runs: RunService, max_depth: int = 8) -> None:
         self._apps = apps
         self._runs = runs

@@ -15,7 +15,7 @@ from cryptography.fernet import Fernet, InvalidToken
 from sqlalchemy import Engine
 
 from dagwright.errors import ConflictError, DagwrightError, InputError
-from dagwright.secrets import SecretNotFoundError, Secrets, check_secret_name
+from dagwright.secrets import SecretNotFoundError, check_secret_name
 from dagwright.store.db import session
 from dagwright.store.secrets import SecretRepository
 
@@ -102,7 +102,7 @@ def _check_name(name: str) -> str:
         raise SecretNameError(str(exc)) from None
 
 
-class DatabaseSecrets(Secrets):
+class DatabaseSecrets:
     def __init__(self, engine: Engine, master_key: bytes) -> None:
         self._engine = engine
         self._fernet = _fernet(master_key, "the master key")

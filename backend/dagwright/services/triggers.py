@@ -28,7 +28,8 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 from sqlalchemy import Engine
 
 from dagwright.errors import AuthError, DagwrightError, InputError, NotFoundError
-from dagwright.secrets import Secrets, check_secret_name
+from dagwright.registry.services import Secrets
+from dagwright.secrets import check_secret_name
 from dagwright.services.apps import AppService
 from dagwright.services.queue.jobs import Priority
 from dagwright.services.queue.submit import RunQueue

@@ -9,7 +9,6 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from dagwright.settings import Settings
-from dagwright.tqa.access import TqaAccess
 from dagwright.tqa.service import TqaService
 
 
@@ -28,7 +27,7 @@ async def local_tqa(
         await process.aclose()
 
 
-class LocalTqa(TqaAccess):
+class LocalTqa:
     """For `dagwright run`: each question opens the local AutoTQA and closes it after."""
 
     def __init__(self, settings: Settings, notice: Callable[[str], None] = print) -> None:

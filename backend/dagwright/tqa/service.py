@@ -9,7 +9,6 @@ import asyncio
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from dagwright.tqa.access import TqaAccess
 from dagwright.tqa.agents import AgentCaller, InProcessAgentCaller
 from dagwright.tqa.conversation import AskRequest, Conversation
 from dagwright.tqa.hints import HintStore
@@ -29,7 +28,7 @@ if TYPE_CHECKING:
     from dagwright.tabular import TableAccess
 
 
-class TqaService(TqaAccess):
+class TqaService:
     def __init__(
         self,
         engine: Engine,

@@ -37,7 +37,7 @@ from dagwright.data.connectors.common import (
     arrow_pushable,
 )
 from dagwright.errors import DataSourceError
-from dagwright.secrets import Secrets
+from dagwright.registry.services import Secrets
 
 FileFormat = Literal["csv", "tsv", "parquet", "json"]
 

@@ -37,7 +37,8 @@ from dagwright.data.connectors.common import (
     rows_to_batch,
 )
 from dagwright.errors import DataSourceError
-from dagwright.secrets import Redactor, Secrets
+from dagwright.registry.services import Secrets
+from dagwright.secrets import Redactor
 
 SCHEMA = "main"
 PLACEHOLDER = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict
 from dagwright.data.connector import ColumnInfo, Connector, Filter, Split, TableInfo
 from dagwright.data.connectors.common import BATCH_ROWS, arrow_filter, arrow_pushable
 from dagwright.errors import DataSourceError
-from dagwright.secrets import Secrets
+from dagwright.registry.services import Secrets
 
 
 class MemoryConfig(BaseModel):

@@ -36,7 +36,8 @@ from dagwright.data.connectors.common import (
     sql_splits,
 )
 from dagwright.errors import DataSourceError
-from dagwright.secrets import Redactor, Secrets
+from dagwright.registry.services import Secrets
+from dagwright.secrets import Redactor
 
 SYSTEM_SCHEMAS = ("information_schema", "mysql", "performance_schema", "sys")
 MAX_DECIMAL_PRECISION = 38

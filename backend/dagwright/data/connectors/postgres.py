@@ -35,7 +35,8 @@ from dagwright.data.connectors.common import (
     sql_splits,
 )
 from dagwright.errors import DataSourceError
-from dagwright.secrets import Redactor, Secrets
+from dagwright.registry.services import Secrets
+from dagwright.secrets import Redactor
 
 # Types ADBC returns as the Arrow type we expose (arrays of these too).
 DIRECT: dict[str, pa.DataType] = {

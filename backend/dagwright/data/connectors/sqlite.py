@@ -36,7 +36,7 @@ from dagwright.data.connectors.common import (
     sql_splits,
 )
 from dagwright.errors import DataSourceError
-from dagwright.secrets import Secrets
+from dagwright.registry.services import Secrets
 
 SCHEMA = "main"
 # Values looked at to type a column declared without a type.

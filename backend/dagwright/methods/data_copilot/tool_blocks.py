@@ -11,9 +11,8 @@ from typing import Any
 
 from dagwright.methods.data_copilot.interface import InputType, Interface, call, table_records
 from dagwright.methods.data_copilot.library import InterfaceLibrary
-from dagwright.registry import BlockSpec, NodeContext
+from dagwright.registry import TABLES, BlockSpec, NodeContext
 from dagwright.registry.dynamic import DynamicPort, dynamic_block
-from dagwright.tabular import TableAccess
 
 PORT_TYPES: dict[InputType, Any] = {
     "str": str,
@@ -33,7 +32,7 @@ def block_name(source: str, interface: str) -> str:
 
 def interface_block(source: str, interface: Interface, version: int) -> BlockSpec:
     async def run(ctx: NodeContext, ports: dict[str, Any]) -> list[dict[str, Any]]:
-        engine = ctx.service(TableAccess).engine()
+        engine = ctx.service(TABLES).engine()
         table = await asyncio.to_thread(call, interface, ports, engine)
         return table_records(table)
 
@@ -57,6 +56,7 @@ def interface_block(source: str, interface: Interface, version: int) -> BlockSpe
         run=run,
         module=__name__,
         tags=("data_copilot", f"source:{source}", f"version:{version}"),
+        needs=(TABLES,),
     )
 
 
