@@ -40,8 +40,9 @@ class ServerSettings:
     # The deadline of a published run, in seconds, unless its app sets its own
     # (settings.run_timeout_s): a run still going then fails with `run_timeout`.
     run_timeout: float = 300.0
-    # Everything else the process is configured with (model providers, data sources...).
-    process: Settings = field(default_factory=load_settings)
+    # Everything else the process is configured with (model providers, data sources...);
+    # None: read when the server starts (`composed()`).
+    process: Settings | None = None
 
     @classmethod
     def from_env(cls, host: str | None = None, port: int | None = None) -> ServerSettings:
@@ -71,7 +72,8 @@ class ServerSettings:
     def composed(self) -> Settings:
         """The process's settings with this server's (a test's may differ from the
         environment's): what the composition root builds the services from."""
-        return self.process.model_copy(
+        process = self.process if self.process is not None else load_settings()
+        return process.model_copy(
             update={
                 "data_dir": self.data_dir,
                 "database_url": self.database_url,

@@ -43,11 +43,12 @@ def _fail(exc: DagwrightError) -> typer.Exit:
 
 def _databases(dataset: Path, db_root: Path | None, dialect: str) -> Any:
     from dagwright.evaluation.sql_databases import DatabaseRoot
-    from dagwright.store.db import data_directory
+    from dagwright.settings import load_settings
 
     # The Spider pack keeps its databases beside its question file.
     root = db_root or dataset.parent / "databases"
-    return DatabaseRoot(root, data_directory() / "eval-cache" / "sqlite", dialect)
+    cache = load_settings().data_dir / "eval-cache" / "sqlite"
+    return DatabaseRoot(root, cache, dialect)
 
 
 @eval_app.command()

@@ -9,19 +9,17 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Awaitable, Callable
-from contextlib import AsyncExitStack
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 
 from dagwright.cli.inputs import fail
-from dagwright.embedding.embedder import Embedder
 from dagwright.embedding.service import ExampleStore, Hit, read_examples
 from dagwright.errors import DagwrightError
 
 if TYPE_CHECKING:
-    from dagwright.llm.gateway import LLMGateway
+    pass
 
 examples_app = typer.Typer(
     help="Few-shot example namespaces (embedded, searched by meaning).",
@@ -31,43 +29,22 @@ examples_app = typer.Typer(
 T = TypeVar("T")
 
 
-class _Embedders:
-    """The store's embedder factory. A model gateway is opened only for specs that call a
-    provider, so loading with the hashing or MiniLM embedder needs no provider configured."""
-
-    def __init__(self, stack: AsyncExitStack) -> None:
-        self._stack = stack
-        self._gateway: LLMGateway | None = None
-
-    def __call__(self, spec: str) -> Embedder:
-        # Imported here: the embedders (and numpy models) load only when a command needs them.
-        from dagwright.embedding.embedders import make_embedder
-
-        gateway = self._open_gateway() if spec.strip().startswith("openai") else None
-        return make_embedder(spec, gateway)
-
-    def _open_gateway(self) -> LLMGateway:
-        if self._gateway is None:
-            from dagwright.llm.wiring import model_access
-
-            gateway = self._stack.enter_context(
-                model_access(notice=lambda text: typer.echo(text, err=True))
-            )
-            # Closed on the loop that used it, before model_access's own exit.
-            self._stack.push_async_callback(gateway.aclose)
-            self._gateway = gateway
-        return self._gateway
-
-
 def _run(work: Callable[[ExampleStore], Awaitable[T]]) -> T:
-    """Open the store, run `work` on one event loop, close everything; errors -> exit 2."""
-    from dagwright.store.db import data_directory
+    """Open the store (composition.py: a model gateway only for embedders that call a
+    provider), run `work` on one event loop, close everything; errors -> exit 2."""
+    from dagwright.composition import Composition
+    from dagwright.settings import load_settings
 
     async def main() -> T:
-        async with AsyncExitStack() as stack:
-            store = ExampleStore.from_environment(data_directory(), _Embedders(stack))
-            stack.callback(store.close)
-            return await work(store)
+        process = Composition(
+            load_settings(),
+            kind="standalone",
+            notice=lambda text: typer.echo(text, err=True),
+        )
+        try:
+            return await work(process.examples())
+        finally:
+            await process.aclose()
 
     try:
         return asyncio.run(main())

@@ -60,13 +60,12 @@ def interfaces(
 ) -> None:
     """Data-Copilot: review a source's interfaces (signature, version, origin), delete one, or
     list the uncovered requests waiting for the next design round."""
-    from dagwright.methods.data_copilot.library import InterfaceLibrary
-    from dagwright.store.db import database_url, make_engine, migrate
+    from dagwright.composition import Composition
+    from dagwright.settings import load_settings
 
-    engine = make_engine(database_url())
+    process = Composition(load_settings())
     try:
-        migrate(engine)
-        library = InterfaceLibrary(engine)
+        library = process.interfaces()
         if delete is not None:
             library.delete(source, delete)
             typer.echo(f"deleted {delete}")
@@ -80,4 +79,4 @@ def interfaces(
         typer.echo(f"error [{exc.code}]: {exc.message}", err=True)
         raise typer.Exit(2) from None
     finally:
-        engine.dispose()
+        asyncio.run(process.aclose())

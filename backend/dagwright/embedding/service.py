@@ -16,7 +16,6 @@ import asyncio
 import csv
 import importlib.util
 import json
-import os
 import re
 import threading
 import uuid
@@ -48,8 +47,6 @@ REGISTRY = "dw__namespaces"
 MAX_PAYLOAD_BYTES = 64 * 1024
 MAX_K = 1000
 MAX_PAGE = 1000
-QDRANT_URL_ENV = "DAGWRIGHT_QDRANT_URL"
-QDRANT_API_KEY_ENV = "DAGWRIGHT_QDRANT_API_KEY"
 # Fixed, so ids are the same in every process and after a restart.
 _ID_NAMESPACE = uuid.UUID("6f1d3a52-8a7e-4f4b-9a57-0d6c2f4e9b31")
 
@@ -242,17 +239,6 @@ class ExampleStore:
         from qdrant_client import QdrantClient
 
         return cls(QdrantClient(url=url, api_key=api_key), embedders)
-
-    @classmethod
-    def from_environment(
-        cls, data_dir: Path, embedders: EmbedderFactory, lazy: bool = False
-    ) -> ExampleStore:
-        """The Qdrant server at DAGWRIGHT_QDRANT_URL when set, else the local folder
-        `<data_dir>/qdrant` (one process at a time; with lazy, opened on first use)."""
-        url = os.environ.get(QDRANT_URL_ENV)
-        if url:
-            return cls.remote(url, embedders, api_key=os.environ.get(QDRANT_API_KEY_ENV) or None)
-        return cls.local(data_dir / "qdrant", embedders, lazy=lazy)
 
     def close(self) -> None:
         with self._lock:

@@ -1,6 +1,7 @@
 """Model providers: named connections to OpenAI-compatible endpoints.
 
-Defined in a TOML settings file (`DAGWRIGHT_SETTINGS`, else ./dagwright.toml):
+Defined in the settings file (`DAGWRIGHT_SETTINGS`, else ./dagwright.toml; read by
+settings.py):
 
     default_provider = "openai"
 
@@ -24,27 +25,19 @@ Defined in a TOML settings file (`DAGWRIGHT_SETTINGS`, else ./dagwright.toml):
 
 vLLM, Ollama (base_url "http://localhost:11434/v1") and LM Studio are `kind = "openai"` with
 their base URL; a key is optional for them. With no settings file, OPENAI_API_KEY in the
-environment configures OpenAI; with neither, callers fall back to the scripted model.
+environment configures OpenAI (`Settings.model_providers`); with neither, callers fall back
+to the scripted model.
 """
 
 from __future__ import annotations
 
-import os
-import tomllib
-from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from dagwright.errors import DagwrightError, describe_validation_error
+from dagwright.errors import DagwrightError
 
-SETTINGS_ENV = "DAGWRIGHT_SETTINGS"
-DEFAULT_SETTINGS_FILE = "dagwright.toml"
 SCRIPTED = "scripted"
-
-
-class SettingsError(DagwrightError):
-    code = "invalid_settings"
 
 
 class UnknownProviderError(DagwrightError):
@@ -135,40 +128,6 @@ class ProviderSettings(BaseModel):
         providers = {**self.providers, provider.name: provider}
         chosen = provider.name if default else self.default_provider
         return ProviderSettings(default_provider=chosen, providers=providers)
-
-
-def load_settings(path: str | Path) -> ProviderSettings:
-    path = Path(path)
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except OSError as exc:
-        raise SettingsError(f"{path}: cannot read: {exc.strerror}") from None
-    except tomllib.TOMLDecodeError as exc:
-        raise SettingsError(f"{path}: not valid TOML: {exc}") from None
-    data.pop("sources", None)  # the data sources' tables (services/data_sources.py)
-    try:
-        return ProviderSettings.model_validate(data)
-    except ValidationError as exc:
-        raise SettingsError(f"{path}: {describe_validation_error(exc)}") from None
-
-
-def settings_from_environment() -> ProviderSettings:
-    """The settings file named by DAGWRIGHT_SETTINGS (or ./dagwright.toml when present); else
-    OpenAI when OPENAI_API_KEY is set; else no providers (callers use the scripted model)."""
-    named = os.environ.get(SETTINGS_ENV)
-    if named:
-        return load_settings(named)
-    if Path(DEFAULT_SETTINGS_FILE).is_file():
-        return load_settings(DEFAULT_SETTINGS_FILE)
-    if os.environ.get("OPENAI_API_KEY"):
-        openai = ProviderConfig(
-            name="openai",
-            base_url=os.environ.get("OPENAI_BASE_URL"),
-            api_key_env="OPENAI_API_KEY",
-            default_model=os.environ.get("DAGWRIGHT_DEFAULT_MODEL", "gpt-4o-mini"),
-        )
-        return ProviderSettings(default_provider="openai", providers={"openai": openai})
-    return ProviderSettings()
 
 
 def scripted_provider(base_url: str, max_concurrency: int = 64) -> ProviderConfig:

@@ -12,7 +12,6 @@ from dagwright.llm.gateway import LLMGateway
 from dagwright.llm.providers import (
     ProviderSettings,
     scripted_provider,
-    settings_from_environment,
 )
 from dagwright.llm.recording import Recorder
 from dagwright.llm.scripted.replay import script_from_recording
@@ -45,7 +44,7 @@ def redirect_to(settings: ProviderSettings, base_url: str) -> ProviderSettings:
 
 @contextmanager
 def model_access(
-    settings: ProviderSettings | None = None,
+    settings: ProviderSettings,
     *,
     record: Path | None = None,
     replay: Path | None = None,
@@ -53,7 +52,6 @@ def model_access(
     notice: Callable[[str], None] = print,
 ) -> Iterator[LLMGateway]:
     """A gateway for this process. Call `await gateway.aclose()` on the loop that used it."""
-    settings = settings if settings is not None else settings_from_environment()
     script: Script | None = None
     if replay is not None:
         script = script_from_recording(replay)
