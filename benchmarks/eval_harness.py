@@ -59,7 +59,8 @@ async def services(folder: Path) -> AsyncIterator[Any]:
 
     engine = make_engine(f"sqlite:///{folder / 'bench.db'}")
     migrate(engine)
-    data = DataSourceService(engine, DatabaseSecrets(engine, Fernet.generate_key()))
+    secrets = DatabaseSecrets(engine, Fernet.generate_key())
+    data = DataSourceService(engine, secrets, data_dir=folder)
     # The no-op app needs only the input and output blocks (blocks/ is mapped onto
     # dagwright.blocks at install, which mypy does not follow: imported by name).
     io_blocks = importlib.import_module("dagwright.blocks.input")

@@ -37,7 +37,7 @@ async def evaluations(
     monkeypatch.setenv("DAGWRIGHT_DATA_DIR", str(tmp_path))
     monkeypatch.delenv("DAGWRIGHT_SOURCE_ROOTS", raising=False)
     secrets = DatabaseSecrets(engine, Fernet.generate_key())
-    data = DataSourceService(engine, secrets)
+    data = DataSourceService(engine, secrets, data_dir=tmp_path)
     services = BlockServices({SECRETS: secrets, TABLES: data})
     apps = AppService(engine, Registry.default())
     runs = RunService(engine, Executor(ExecutorOptions(services=services)), "test-eval")
