@@ -350,8 +350,14 @@ def test_help_lists_the_commands_loaded_on_use() -> None:
 def test_services_are_built_when_a_block_first_asks() -> None:
     from contextlib import ExitStack
 
-    from dagwright.registry import MissingServiceError, NodeContext
-    from dagwright.registry.services import BlockServices, Secrets
+    from dagwright.registry import (
+        MODELS,
+        SECRETS,
+        TABLES,
+        BlockServices,
+        MissingServiceError,
+        NodeContext,
+    )
     from dagwright.secrets import EnvSecrets
     from dagwright.tabular import TableAccess
 
@@ -359,20 +365,20 @@ def test_services_are_built_when_a_block_first_asks() -> None:
 
     with ExitStack() as stack:
 
-        def tables() -> object:
+        def tables() -> TableAccess:
             built.append("tables")
-            access = TableAccess(lambda: None)  # type: ignore[arg-type]
+            access = TableAccess(lambda: None)  # type: ignore[arg-type,return-value]
             stack.callback(lambda: built.append("closed"))
             return access
 
-        services = BlockServices({Secrets: EnvSecrets()})
-        services.provide_lazily("dagwright.tabular.TableAccess", tables)
+        services = BlockServices({SECRETS: EnvSecrets()})
+        services.provide_lazily(TABLES, tables)
         context = NodeContext("run", "node", lambda *_: None, lambda *_: None, services)
         assert built == []
-        assert services.built() == ["dagwright.secrets.Secrets"]
-        first = context.service(TableAccess)
-        assert context.service(TableAccess) is first
+        assert services.built() == ["secrets"]
+        first = context.service(TABLES)
+        assert context.service(TABLES) is first
         assert built == ["tables"]
         with pytest.raises(MissingServiceError):
-            context.service(Path)
+            context.service(MODELS)
     assert built == ["tables", "closed"]

@@ -142,7 +142,7 @@ async def test_examples_are_stored_from_a_flow(store: ExampleStore) -> None:
     assert first.outputs["id"] == second.outputs["id"]  # the same key: replaced, not added
     hits = await store.query("sql", "year-end bonus of Tom", k=1)
     assert hits[0].payload["sql"] == "changed"
-    missing_key = await run_flow(doc, {ExampleStore: store}, example={"question": "no id"})
+    missing_key = await run_flow(doc, {EXAMPLE_STORE: store}, example={"question": "no id"})
     assert missing_key.error is not None
     assert missing_key.error.node == "save"
     assert "id" in missing_key.error.message

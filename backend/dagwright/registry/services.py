@@ -182,6 +182,9 @@ class BlockServices:
         """`given`: services ready by key (tests; the process's go through `provide`, which
         checks each against its key's type)."""
         self._ready: dict[Service[Any], object] = dict(given or {})
+        wrong = [key for key in self._ready if not isinstance(key, Service)]
+        if wrong:
+            raise TypeError(f"services are given by their Service key, not {wrong!r}")
         self._factories: dict[Service[Any], Callable[[], object]] = {}
         self._lock = threading.Lock()
         self._parent = parent
