@@ -478,7 +478,7 @@ class ServerProcess(ChildProcess):
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 60.0) -> ServerProcess:
+    def start(self, timeout: float = 120.0) -> ServerProcess:
         self.launch("serve", "--port", str(self.port))
         assert self.process is not None
         deadline = time.monotonic() + timeout

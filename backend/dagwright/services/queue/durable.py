@@ -19,8 +19,9 @@ import logging
 from collections.abc import Callable, Mapping
 from typing import Any, Final
 
-from dagwright.errors import ConflictError
+from dagwright.errors import ConflictError, DagwrightError, InputError
 from dagwright.runtime.executor import ReusedOutput
+from dagwright.runtime.plan import CompiledFlow
 from dagwright.services.apps import AppService
 from dagwright.services.evaluations import EvaluationService
 from dagwright.services.runs.records import NodeRecord, RunRecord
@@ -98,7 +99,11 @@ class DurableRunner:
             )
             await self.runs.close_queued(run_id, "failed", NOT_RETRYABLE, message, begun.node)
             return "failed"
-        plan = await asyncio.to_thread(self._plan, record)
+        try:
+            plan = await asyncio.to_thread(self._plan, record)
+        except DagwrightError as exc:  # its app or version is gone: the run cannot start
+            await self.runs.close_queued(run_id, "failed", "start_failed", exc.message)
+            return "failed"
         reuse = reusable(record.nodes)
         if reuse:
             log.info("run %s resumes with %d recorded node result(s)", run_id, len(reuse))
@@ -109,7 +114,7 @@ class DurableRunner:
             return (await asyncio.to_thread(self.runs.get, run_id)).status
         return (await live.wait()).status
 
-    def _plan(self, record: RunRecord) -> Any:
+    def _plan(self, record: RunRecord) -> CompiledFlow:
         if record.app_id is None or record.version_id is None:
-            raise ValueError(f"run {record.id} names no app version: it cannot be queued")
+            raise InputError(f"run {record.id} names no app version: it cannot be queued")
         return self.apps.compiled(self.apps.get_version(record.app_id, record.version_id))
