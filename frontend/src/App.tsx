@@ -7,7 +7,7 @@ import { TriggersPage } from "./integrations/TriggersPage";
 import { WaitingPage } from "./integrations/WaitingPage";
 import { InterfacesPage } from "./interfaces/InterfacesPage";
 import { ExamplesPage } from "./examples/ExamplesPage";
-import { ADMIN_TOKEN_EVENT, adminToken, setAdminToken } from "./api/http";
+import { ADMIN_TOKEN_EVENT, adminToken, setAdminToken } from "./api/transport";
 import { useRoute } from "./router";
 import { ErrorBoundary } from "./ui/ErrorBoundary";
 import { Toaster } from "./ui/toast";

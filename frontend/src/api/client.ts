@@ -1,6 +1,6 @@
 // The editor's calls to the API, typed (docs/api.md).
 
-import { request } from "./http";
+import { request } from "./transport";
 import type {
   AppExport,
   AppOut,

@@ -1,7 +1,7 @@
 // The models the server can call (GET /api/v1/models), fetched once per page: the LLM form's
 // model picker lists them.
 
-import { request } from "./http";
+import { request } from "./transport";
 
 export interface ModelOption {
   provider: string;

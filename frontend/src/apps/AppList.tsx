@@ -2,7 +2,7 @@
 
 import { useCallback, useEffect, useRef, useState } from "react";
 import { api } from "../api/client";
-import { ApiError } from "../api/http";
+import { ApiError } from "../api/transport";
 import type { AppOut } from "../api/types";
 import { clearDraft, draftSlugs } from "../editor/draft";
 import { downloadJson } from "../ui/download";

@@ -3,7 +3,7 @@
 // its caller's tables, say) becomes the new app's draft instead, to finish in the editor.
 
 import { api } from "../api/client";
-import { ApiError, request } from "../api/http";
+import { ApiError, request } from "../api/transport";
 import type { AppOut, FlowDocument } from "../api/types";
 
 export interface TemplateOut {

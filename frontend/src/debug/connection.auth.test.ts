@@ -2,7 +2,7 @@
 // its event stream and every reconnect send the token the user gave, as the editor's other
 // calls do; a refused token asks for it again.
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
-import { ADMIN_TOKEN_EVENT, ApiError, setAdminToken } from "../api/http";
+import { ADMIN_TOKEN_EVENT, ApiError, setAdminToken } from "../api/transport";
 import { followRun, followRunEvents, startDebugRun } from "./connection";
 import { applyMessage, startingState, type RunState } from "./runState";
 import { byteStream, fixtures, jsonResponse, rawEvents, sseResponse } from "./testutil";

@@ -1,6 +1,6 @@
 // @vitest-environment node
 import { describe, expect, it, vi } from "vitest";
-import { ApiError } from "../api/http";
+import { ApiError } from "../api/transport";
 import { followRun, type ConnectionStatus } from "./connection";
 import { applyMessage, startingState, streamedText, type RunState } from "./runState";
 import { byteStream, fixtures, jsonResponse, messagesOf, rawEvents, sseResponse } from "./testutil";

@@ -3,8 +3,8 @@
 // so the server sends only what was missed. The reducer ignores ids it applied already, so a
 // resumed stream never duplicates tokens.
 
-import { ADMIN_TOKEN_EVENT, ApiError, adminToken, request } from "../api/http";
-import { readSse, SseParser, type SseMessage } from "./sse";
+import { readSse, SseParser, type SseMessage } from "../api/sse";
+import { ApiError, apiErrorOf, openStream, request } from "../api/transport";
 import type { DebugRunBody, Page, RunRecord } from "./types";
 
 export type ConnectionStatus = "connecting" | "streaming" | "reconnecting" | "closed";
@@ -48,40 +48,10 @@ function defaultSleep(ms: number, signal: AbortSignal): Promise<void> {
   });
 }
 
-/** `headers` with the admin token, sent as the editor's other calls send it (api/http.ts):
- *  the editor API needs it when the server listens beyond loopback (docker-compose). */
-export function withAdminToken(headers: Record<string, string>): Record<string, string> {
-  const token = adminToken();
-  return token ? { ...headers, Authorization: `Bearer ${token}` } : headers;
-}
-
-/** An ApiError from a non-2xx response with the API's {"error": {code, message}} body. A
- *  refused or missing admin token asks for it again (the editor's token prompt). */
-export async function apiErrorOf(response: Response): Promise<ApiError> {
-  const text = await response.text().catch(() => "");
-  let error: { code?: string; message?: string } | undefined;
-  try {
-    error = (JSON.parse(text) as { error?: { code?: string; message?: string } }).error;
-  } catch {
-    error = undefined;
-  }
-  const tokenRefused = error?.code === "admin_token_required" || error?.code === "admin_token_invalid";
-  if ((response.status === 401 || tokenRefused) && typeof window !== "undefined") {
-    window.dispatchEvent(new Event(ADMIN_TOKEN_EVENT));
-  }
-  return new ApiError(
-    response.status,
-    error?.code ?? `http_${response.status}`,
-    error?.message ?? (text.slice(0, 300) || response.statusText || `HTTP ${response.status}`),
-    (error ?? {}) as Record<string, unknown>,
-  );
-}
-
 /** Follow a run to its end. Resolves when the recorded result (`result` or `run_record`)
  *  arrived or the signal aborted; rejects with an ApiError the panel can show otherwise. */
 export async function followRun(options: FollowOptions): Promise<void> {
   const { signal, onMessage } = options;
-  const fetchImpl = options.fetch ?? ((...args: Parameters<typeof fetch>) => fetch(...args));
   const sleep = options.sleep ?? defaultSleep;
   const maxAttempts = options.maxAttempts ?? 8;
   const status = options.onStatus ?? (() => undefined);
@@ -188,12 +158,10 @@ export async function followRun(options: FollowOptions): Promise<void> {
     const conn = connection();
     try {
       const last = options.lastEventId();
-      const response = await fetchImpl(`/api/v1/runs/${encodeURIComponent(runId)}/events`, {
-        headers: withAdminToken({
-          Accept: "text/event-stream",
-          ...(last >= 0 ? { "Last-Event-ID": String(last) } : {}),
-        }),
+      const response = await openStream(`/api/v1/runs/${encodeURIComponent(runId)}/events`, {
+        headers: last >= 0 ? { "Last-Event-ID": String(last) } : {},
         signal: conn.signal,
+        fetch: options.fetch,
       });
       if (!response.ok) {
         const error = await apiErrorOf(response);
@@ -221,19 +189,11 @@ export async function followRun(options: FollowOptions): Promise<void> {
 // -- the other calls of the panel ----------------------------------------------------------
 
 export function startDebugRun(body: DebugRunBody, signal: AbortSignal): Promise<Response> {
-  return fetch("/api/v1/runs/debug", {
-    method: "POST",
-    headers: withAdminToken({ "Content-Type": "application/json", Accept: "text/event-stream" }),
-    body: JSON.stringify(body),
-    signal,
-  });
+  return openStream("/api/v1/runs/debug", { json: body, signal });
 }
 
 export function followRunEvents(runId: string, signal: AbortSignal): Promise<Response> {
-  return fetch(`/api/v1/runs/${encodeURIComponent(runId)}/events`, {
-    headers: withAdminToken({ Accept: "text/event-stream" }),
-    signal,
-  });
+  return openStream(`/api/v1/runs/${encodeURIComponent(runId)}/events`, { signal });
 }
 
 export function getRun(runId: string): Promise<RunRecord> {

@@ -1,6 +1,6 @@
 // Small formatting and error helpers of the debug panel (pure).
 
-import { ApiError } from "../api/http";
+import { ApiError } from "../api/transport";
 import type { Usage } from "./types";
 
 export { formatMs } from "./gantt";

@@ -12,7 +12,7 @@ import {
   streamedText,
   type RunState,
 } from "./runState";
-import type { SseMessage } from "./sse";
+import type { SseMessage } from "../api/sse";
 import { fixtures, messagesOf } from "./testutil";
 
 const flowNodes = (fixtures.parallelChatFlow.nodes ?? []).map((n) => ({ id: n.id, block: n.block }));

@@ -3,7 +3,7 @@
 // trace (GET /api/v1/runs/{id}). No React here: the components only render RunState.
 
 import type { NodeRunState, NodeRunStatus } from "../api/types";
-import type { SseMessage } from "./sse";
+import type { SseMessage } from "../api/sse";
 import type {
   NodeRecord,
   RunErrorInfo,

@@ -1,6 +1,6 @@
 // @vitest-environment node
 import { describe, expect, it } from "vitest";
-import { readSse, SseParser, type SseMessage } from "./sse";
+import { readSse, SseParser, type SseMessage } from "../api/sse";
 import { byteStream, fixtures, messagesOf, splitBytes } from "./testutil";
 
 async function collect(stream: ReadableStream<Uint8Array>): Promise<SseMessage[]> {

@@ -10,7 +10,7 @@ import failSse from "./fixtures/fail.sse?raw";
 import cancelSse from "./fixtures/cancel.sse?raw";
 import mapSse from "./fixtures/map.sse?raw";
 import mapFlow from "./fixtures/map.flow.json?raw";
-import { SseParser, type SseMessage } from "./sse";
+import { SseParser, type SseMessage } from "../api/sse";
 import type { FlowDocument, RunRecord } from "./types";
 
 export const fixtures = {

@@ -5,7 +5,7 @@
 import { ReactFlowProvider } from "@xyflow/react";
 import { useCallback, useEffect, useRef, useState } from "react";
 import { api } from "../api/client";
-import { ApiError } from "../api/http";
+import { ApiError } from "../api/transport";
 import { type AppOut, type FlowDocument, type VersionOut, emptyFlow } from "../api/types";
 import { leaveMessage, navigate } from "../router";
 import { ErrorBoundary } from "../ui/ErrorBoundary";

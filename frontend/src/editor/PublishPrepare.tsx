@@ -5,7 +5,7 @@
 
 import { useEffect, useState } from "react";
 import { api } from "../api/client";
-import { ApiError } from "../api/http";
+import { ApiError } from "../api/transport";
 import type { FlowDocument, Problem, VersionOut } from "../api/types";
 import { Modal } from "../ui/Modal";
 import { type CanvasDiff, canvasDiff } from "./canvasDiff";

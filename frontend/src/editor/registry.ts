@@ -3,7 +3,7 @@
 
 import { useCallback, useEffect, useState } from "react";
 import { api } from "../api/client";
-import { ApiError } from "../api/http";
+import { ApiError } from "../api/transport";
 import type { BlockSpec, TypesResponse } from "../api/types";
 import type { BlockMap } from "./graph";
 

@@ -2,7 +2,7 @@
 // valid or not, survives another browser or cleared storage. localStorage stays the fast,
 // offline copy; the newer of the two is restored.
 
-import { ApiError, request } from "../api/http";
+import { ApiError, request } from "../api/transport";
 import type { FlowDocument } from "../api/types";
 import type { Draft } from "./draft";
 

@@ -1,6 +1,6 @@
-// The evaluation calls, through the editor's one fetch wrapper.
+// The evaluation calls, through the one transport (api/transport.ts).
 
-import { ApiError, adminToken, request } from "../api/http";
+import { request, upload } from "../api/transport";
 import type { Comparison, DatasetSummary, EvaluationRecord, Report, StartBody } from "./types";
 
 const V = "/api/v1";
@@ -20,17 +20,7 @@ export const evalApi = {
     request<{ id: string; example_namespace: string | null }>("POST", `${V}/runs/${e(runId)}/feedback`, body),
   upload: async (name: string, kind: string, file: File) => {
     const format = file.name.endsWith(".csv") ? "csv" : file.name.endsWith(".tsv") ? "tsv" : "jsonl";
-    const headers: Record<string, string> = { "Content-Type": "application/octet-stream" };
-    const token = adminToken();
-    if (token) headers.Authorization = `Bearer ${token}`;
-    const response = await fetch(`${V}/datasets/${e(name)}/upload?kind=${e(kind)}&format=${format}`, {
-      method: "POST",
-      headers,
-      body: await file.text(),
-    });
-    const data = (await response.json().catch(() => ({}))) as { error?: { code?: string; message?: string } };
-    if (!response.ok) throw new ApiError(response.status, data.error?.code ?? `http_${response.status}`, data.error?.message ?? response.statusText);
-    return data as unknown as DatasetSummary;
+    return upload<DatasetSummary>(`${V}/datasets/${e(name)}/upload?kind=${e(kind)}&format=${format}`, await file.text());
   },
 };
 

@@ -1,6 +1,6 @@
 // The embedding service's calls (docs/api.md, "examples"): namespaces, examples, search.
 
-import { request } from "../api/http";
+import { request } from "../api/transport";
 import type { ExampleRecord } from "./records";
 
 export interface Namespace {

@@ -1,7 +1,7 @@
 // An app's triggers: cron schedules and webhooks, each firing a recorded run.
 
 import { useCallback, useEffect, useState } from "react";
-import { ApiError } from "../api/http";
+import { ApiError } from "../api/transport";
 import { triggersApi, type Firing, type Trigger } from "./api";
 
 export function TriggersPage({ slug }: { slug: string }) {

@@ -1,6 +1,6 @@
 // The triggers and human-in-the-loop APIs (docs/integrations.md), typed for the pages here.
 
-import { request } from "../api/http";
+import { request } from "../api/transport";
 
 export type FieldType = "text" | "number" | "integer" | "boolean";
 

@@ -1,6 +1,6 @@
 // The Data-Copilot interface calls, through the editor's one fetch wrapper.
 
-import { request } from "../api/http";
+import { request } from "../api/transport";
 import type { InterfaceDef, InterfaceEntry, SourceSummary, UncoveredRequest } from "./types";
 
 const V = "/api/v1";

@@ -2,7 +2,7 @@
 // (name, type, key) on a click. A newcomer could not see what there was to ask about.
 
 import { useEffect, useState } from "react";
-import { request } from "../api/http";
+import { request } from "../api/transport";
 
 interface Column {
   name: string;

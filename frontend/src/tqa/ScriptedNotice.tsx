@@ -3,7 +3,7 @@
 // refuses any other question at once with the same explanation.)
 
 import { useEffect, useState } from "react";
-import { request } from "../api/http";
+import { request } from "../api/transport";
 
 interface TqaModel {
   scripted: boolean;

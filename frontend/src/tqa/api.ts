@@ -1,9 +1,8 @@
-// The AutoTQA calls: the list and the replay through the shared fetch wrapper; the ask as a
-// POST answered with server-sent events (EventSource cannot POST), read with the debug panel's
-// SSE parser.
+// The AutoTQA calls, through the one transport (api/transport.ts): the list and the replay as
+// JSON; the ask as a POST answered with server-sent events (EventSource cannot POST).
 
-import { ADMIN_TOKEN_EVENT, ApiError, adminToken, request } from "../api/http";
-import { readSse, SseParser, type SseMessage } from "../debug/sse";
+import type { SseMessage } from "../api/sse";
+import { request, streamEvents } from "../api/transport";
 import type { AskBody, ConversationPage, ConversationRecord, HintStatus, SopVersion, TqaDataset, TqaHint } from "./types";
 
 /** The settings of a dataset one can change (a different `sop` is stored as its next version). */
@@ -44,35 +43,6 @@ export function askPayload(body: AskBody): Record<string, unknown> {
 
 /** POST /api/v1/tqa/ask with stream: true; yields the events as they arrive. A refusal (a 4xx
  *  with the server's {error: {code, message}}) or an unreachable server throws an ApiError. */
-export async function* askStream(body: AskBody, signal?: AbortSignal): AsyncGenerator<SseMessage> {
-  const headers: Record<string, string> = { "Content-Type": "application/json", Accept: "text/event-stream" };
-  const token = adminToken();
-  if (token) headers.Authorization = `Bearer ${token}`;
-  let response: Response;
-  try {
-    response = await fetch(`${T}/ask`, { method: "POST", headers, body: JSON.stringify(askPayload(body)), signal });
-  } catch (cause) {
-    if (signal?.aborted) throw cause;
-    throw new ApiError(0, "network", `The server could not be reached (${String(cause)}).`);
-  }
-  if (!response.ok) {
-    const text = await response.text().catch(() => "");
-    let error: { code?: string; message?: string } | undefined;
-    try {
-      error = (JSON.parse(text) as { error?: { code?: string; message?: string } }).error;
-    } catch {
-      // not JSON (a proxy's page): the raw text is the message
-    }
-    if (error?.code === "admin_token_required" || error?.code === "admin_token_invalid") {
-      window.dispatchEvent(new Event(ADMIN_TOKEN_EVENT));
-    }
-    throw new ApiError(
-      response.status,
-      error?.code ?? `http_${response.status}`,
-      error?.message ?? (text.slice(0, 300) || response.statusText),
-      (error ?? {}) as Record<string, unknown>,
-    );
-  }
-  if (!response.body) throw new ApiError(response.status, "no_stream", "The server answered without a stream.");
-  yield* readSse(response.body, new SseParser(), undefined, signal);
+export function askStream(body: AskBody, signal?: AbortSignal): AsyncGenerator<SseMessage> {
+  return streamEvents(`${T}/ask`, { json: askPayload(body), signal });
 }

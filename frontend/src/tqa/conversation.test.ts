@@ -11,7 +11,7 @@ import {
   totalsOf,
   type ConversationState,
 } from "./conversation";
-import { SseParser } from "../debug/sse";
+import { SseParser } from "../api/sse";
 import { fixtures, messagesOf } from "./testutil";
 import type { AskBody } from "./types";
 

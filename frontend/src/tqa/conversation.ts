@@ -2,7 +2,7 @@
 // one `turn` per turn, `result`) or a stored conversation (the replay) into one shape the
 // views draw; and the small helpers that turn it into words (scheduler choices, endings, totals).
 
-import type { SseMessage } from "../debug/sse";
+import type { SseMessage } from "../api/sse";
 import type {
   AskBody,
   ConversationProfile,

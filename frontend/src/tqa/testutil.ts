@@ -5,7 +5,7 @@ import tomDepartmentSse from "./fixtures/tom_department.sse?raw";
 import roundLimitSse from "./fixtures/round_limit.sse?raw";
 import llmSchedulerSse from "./fixtures/llm_scheduler.sse?raw";
 import lucyConversation from "./fixtures/lucy.conversation.json?raw";
-import { SseParser, type SseMessage } from "../debug/sse";
+import { SseParser, type SseMessage } from "../api/sse";
 import type { ConversationRecord } from "./types";
 
 export const fixtures = {

@@ -1,7 +1,7 @@
 // Toasts: short notices and readable errors ("code: message"), from anywhere.
 
 import { useSyncExternalStore } from "react";
-import { ApiError } from "../api/http";
+import { ApiError } from "../api/transport";
 
 export type ToastKind = "info" | "success" | "error" | "warning";
 

@@ -1,6 +1,6 @@
 import { act, cleanup, render, screen } from "@testing-library/react";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import { ApiError } from "../api/http";
+import { ApiError } from "../api/transport";
 import { ErrorBoundary } from "./ErrorBoundary";
 import { Toaster, describeError, toastError } from "./toast";
 

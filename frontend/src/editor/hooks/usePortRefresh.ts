@@ -5,7 +5,7 @@
 
 import { type RefObject, useCallback, useEffect, useRef, useState } from "react";
 import { api } from "../../api/client";
-import { ApiError } from "../../api/http";
+import { ApiError } from "../../api/transport";
 import type { BlockPorts, BlockSpec } from "../../api/types";
 import { type Graph, isCondition, withEdgePorts, withPolicyPorts, withSubflowPorts } from "../graph";
 import type { Registry } from "../registry";

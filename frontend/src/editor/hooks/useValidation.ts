@@ -4,7 +4,7 @@
 
 import { useCallback, useEffect, useMemo, useRef, useState } from "react";
 import { api } from "../../api/client";
-import { ApiError } from "../../api/http";
+import { ApiError } from "../../api/transport";
 import type { FlowDocument, Problem } from "../../api/types";
 import { toast, toastError } from "../../ui/toast";
 import type { DecorationStore } from "../decorations";

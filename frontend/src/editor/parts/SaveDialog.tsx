@@ -3,7 +3,7 @@
 
 import { useState } from "react";
 import { api } from "../../api/client";
-import { ApiError } from "../../api/http";
+import { ApiError } from "../../api/transport";
 import type { FlowDocument, Problem, VersionOut } from "../../api/types";
 import { Modal } from "../../ui/Modal";
 import { toast } from "../../ui/toast";
