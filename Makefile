@@ -49,7 +49,7 @@ test: $(STAMP) $(EDITOR) chromium bubblewrap
 	$(BIN)/ruff check backend blocks tests benchmarks
 	$(BIN)/ruff format --check backend blocks tests benchmarks
 	$(BIN)/mypy
-	cd frontend && npx tsc -b && npx vitest run
+	cd frontend && npx tsc -b && npx vitest run && npm run lint
 	$(BIN)/pytest
 
 bench: $(STAMP) $(EDITOR) chromium bubblewrap

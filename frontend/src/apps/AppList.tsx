@@ -31,7 +31,7 @@ export function AppList() {
   const [drafts, setDrafts] = useState<Set<string>>(() => draftSlugs());
   const fileRef = useRef<HTMLInputElement>(null);
 
-  const load = useCallback(() => {
+  const loadApps = useCallback(() => {
     api.listApps().then(
       (page) => {
         setApps(page.items);
@@ -39,9 +39,12 @@ export function AppList() {
       },
       (e: unknown) => setError(e),
     );
-    setDrafts(draftSlugs());
   }, []);
-  useEffect(load, [load]);
+  useEffect(loadApps, [loadApps]); // the drafts were read as the list mounted
+  const load = useCallback(() => {
+    loadApps();
+    setDrafts(draftSlugs());
+  }, [loadApps]);
 
   const remove = async (app: AppOut) => {
     if (!window.confirm(`Delete the app “${app.name}” with all its versions, keys and runs? This cannot be undone.`)) return;

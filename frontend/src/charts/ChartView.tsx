@@ -11,6 +11,7 @@ export function ChartView({ spec, testId = "chart" }: { spec: ChartSpec; testId?
   useEffect(() => {
     let finalize: (() => void) | undefined;
     let cancelled = false;
+    // eslint-disable-next-line react-hooks/set-state-in-effect -- another chart: the last one's error goes
     setError(null);
     import("vega-embed")
       .then(({ default: embed }) => {

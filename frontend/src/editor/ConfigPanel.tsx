@@ -1,7 +1,7 @@
 // The right-hand panel: the selected node's settings (a form from its block's JSON Schema),
 // its ports and problems; with nothing selected, the flow's name and description.
 
-import { memo, useEffect, useMemo, useState } from "react";
+import { memo, useMemo, useState } from "react";
 import type { BlockSpec, ErrorPolicy, Problem } from "../api/types";
 import { SchemaForm } from "../forms/SchemaForm";
 import { McpToolPicker } from "../forms/McpToolPicker";
@@ -138,10 +138,13 @@ function ConfigForm({ node, spec, secrets, problems, fields, onConfig }: {
 function NodeHeader({ node, spec, onRename, onLabel }: { node: EditorNode; spec: BlockSpec | undefined; onRename: Props["onRename"]; onLabel: Props["onLabel"] }) {
   const [idText, setIdText] = useState(node.id);
   const [idError, setIdError] = useState<string | null>(null);
-  useEffect(() => {
+  const [shownId, setShownId] = useState(node.id);
+  if (shownId !== node.id) {
+    // Another node (or this one renamed): its id replaces what was being typed.
+    setShownId(node.id);
     setIdText(node.id);
     setIdError(null);
-  }, [node.id]);
+  }
   const commitId = () => {
     if (idText === node.id) return;
     if (!NODE_ID_RE.test(idText)) {
@@ -229,8 +232,13 @@ function PortTable({ node }: { node: EditorNode }) {
 }
 
 function TimeoutField({ node, onTimeout }: { node: EditorNode; onTimeout: Props["onTimeout"] }) {
-  const [text, setText] = useState(node.data.timeout === undefined ? "" : String(node.data.timeout));
-  useEffect(() => setText(node.data.timeout === undefined ? "" : String(node.data.timeout)), [node.id, node.data.timeout]);
+  const stored = node.data.timeout === undefined ? "" : String(node.data.timeout);
+  const [text, setText] = useState(stored);
+  const [shownFor, setShownFor] = useState({ id: node.id, stored });
+  if (shownFor.id !== node.id || shownFor.stored !== stored) {
+    setShownFor({ id: node.id, stored });
+    setText(stored);
+  }
   const n = Number(text);
   const bad = text.trim() !== "" && (Number.isNaN(n) || n <= 0);
   return (

@@ -89,6 +89,7 @@ export function EditorPage({ slug, version }: { slug: string; version: number | 
   useEffect(() => {
     if (!request) return;
     let live = true;
+    // eslint-disable-next-line react-hooks/set-state-in-effect -- a new load: the last one's error goes
     setError(null);
     loadDocument(slug, request.version, request.draft).then(
       (l) => live && setLoaded(l),

@@ -2,7 +2,7 @@
 // with backoff, then fail the run, output a default, or send the error down an `error` port.
 // Applies to any block; the executor carries it out.
 
-import { useEffect, useState } from "react";
+import { useState } from "react";
 import type { ErrorPolicy } from "../api/types";
 import type { EditorNode } from "./graph";
 
@@ -35,7 +35,11 @@ export function ErrorPolicyField({
   const fallback: Fallback = policy.fallback ?? "fail";
   const shownDefault = policy.default === undefined ? "" : JSON.stringify(policy.default);
   const [defaultText, setDefaultText] = useState(shownDefault);
-  useEffect(() => setDefaultText(shownDefault), [node.id, shownDefault]);
+  const [shownFor, setShownFor] = useState({ id: node.id, shownDefault });
+  if (shownFor.id !== node.id || shownFor.shownDefault !== shownDefault) {
+    setShownFor({ id: node.id, shownDefault });
+    setDefaultText(shownDefault);
+  }
   let defaultBad = false;
   try {
     if (defaultText.trim()) JSON.parse(defaultText);

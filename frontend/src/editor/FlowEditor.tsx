@@ -6,7 +6,7 @@
 // drag frame. Each concern has its hook in ./hooks and its markup in ./parts.
 
 import { useReactFlow } from "@xyflow/react";
-import { useCallback, useEffect, useMemo, useRef, useState } from "react";
+import { useCallback, useMemo, useRef, useState } from "react";
 import { DebugPanel } from "../debug/DebugPanel";
 import type { AppOut, FlowDocument, NodeRunState, VersionOut } from "../api/types";
 import { BlocksContext } from "./BlockNode";
@@ -66,7 +66,7 @@ export function FlowEditor(props: Props) {
   const [initial] = useState(() => prepareGraph(props.initialFlow, blocks));
   const editor = useEditorGraph(initial);
   const { graph, graphRef, revision } = editor;
-  const doc = useFlowDocument({ graphRef, revision, initialFlow: props.initialFlow, initialGraph: initial, base, slug: app.slug, blocks });
+  const doc = useFlowDocument({ edited: editor.edited, initialFlow: props.initialFlow, initialGraph: initial, base, slug: app.slug, blocks });
   const { flow, meta, metaRef, dirty, baseVersion } = doc;
   const { draftNotice, setDraftNotice } = useDrafts({ slug: app.slug, flow, dirty, dirtyRef: doc.dirtyRef, baseVersion, revision, restored: props.restored });
   const [initialNodeIds] = useState(() => initial.nodes.map((n) => n.id));
@@ -90,13 +90,18 @@ export function FlowEditor(props: Props) {
   const publishing = usePublishing(app, baseVersion, onAppChange);
 
   // ---- panels and dialogs --------------------------------------------------------------------
-  const [saving, setSaving] = useState(false);
+  // The document being saved, taken when the dialog opens (the dialog is modal: no edit meanwhile).
+  const [saving, setSaving] = useState<FlowDocument | null>(null);
+  const openSave = useCallback(() => setSaving(graphToFlow(graphRef.current, metaRef.current)), [graphRef, metaRef]);
   const [showVersions, setShowVersions] = useState(false);
   const [showHelp, setShowHelp] = useState(false);
   const [sideTab, setSideTab] = useState<SideTab>("node");
-  useEffect(() => {
+  // Selecting a node shows its settings.
+  const [tabFor, setTabFor] = useState(selectedId);
+  if (tabFor !== selectedId) {
+    setTabFor(selectedId);
     if (selectedId) setSideTab("node");
-  }, [selectedId]);
+  }
 
   const runValidate = useCallback(() => {
     setSideTab("problems");
@@ -121,7 +126,7 @@ export function FlowEditor(props: Props) {
     ...commands,
     undo: editor.undo,
     redo: editor.redo,
-    save: () => setSaving(true),
+    save: openSave,
     validate: runValidate,
     toggleHelp: () => setShowHelp((s) => !s),
     fitView: () => void rf.fitView({ duration: 300, padding: 0.1 }),
@@ -148,7 +153,7 @@ export function FlowEditor(props: Props) {
 
   const onDiscardDraft = () => {
     if (!window.confirm("Discard the unsaved changes?")) return;
-    doc.dirtyRef.current = false;
+    doc.forgetChanges();
     clearDraft(app.slug);
     props.onDiscardDraft(base);
   };
@@ -171,7 +176,7 @@ export function FlowEditor(props: Props) {
             onLayout={commands.layout}
             onValidate={runValidate}
             onToggleVersions={() => setShowVersions((s) => !s)}
-            onSave={() => setSaving(true)}
+            onSave={openSave}
             onPublish={() => void publishing.publish()}
             onPreparePublish={() => publishing.setPreparing(true)}
             onShowEndpoint={() => publishing.setShowPublish(true)}
@@ -222,12 +227,12 @@ export function FlowEditor(props: Props) {
         {saving && (
           <SaveDialog
             slug={app.slug}
-            flow={graphToFlow(graphRef.current, metaRef.current)}
+            flow={saving}
             parentId={baseVersion?.id ?? null}
             dirty={dirty}
-            onClose={() => setSaving(false)}
+            onClose={() => setSaving(null)}
             onSaved={(v, saved) => {
-              setSaving(false);
+              setSaving(null);
               onSavedVersion(v, saved);
             }}
             onProblems={(list) => {
@@ -250,7 +255,7 @@ export function FlowEditor(props: Props) {
           <PublishDialog
             app={app}
             publishedNumber={publishing.publishedNumber ?? (baseVersion && baseVersion.id === app.published_version_id ? baseVersion.number : null)}
-            inputs={exampleInputs(graphRef.current, blocks)}
+            inputs={exampleInputs(graph, blocks)}
             onClose={() => publishing.setShowPublish(false)}
           />
         )}

@@ -1,7 +1,7 @@
 // A config form generated from a block's JSON Schema: one control per property, each with
 // data-testid="config-<field>". Secrets are picked by NAME; their values never reach here.
 
-import { type ReactNode, memo, useEffect, useId, useMemo, useState } from "react";
+import { type ReactNode, memo, useId, useMemo, useState } from "react";
 import type { JsonSchema } from "../api/types";
 import { templateVariables } from "../editor/jinja";
 import { TemplateEditor } from "./TemplateEditor";
@@ -104,9 +104,12 @@ function placeholderOf(info: FieldInfo): string {
  *  must not be overwritten by the value it parses to. */
 function useLocalText(external: string, same: (local: string) => boolean): [string, (t: string) => void] {
   const [text, setText] = useState(external);
-  useEffect(() => {
-    setText((local) => (same(local) ? local : external));
-  }, [external]);
+  // A new value from outside replaces the text, unless the text already says it.
+  const [seen, setSeen] = useState(external);
+  if (seen !== external) {
+    setSeen(external);
+    if (!same(text)) setText(external);
+  }
   return [text, setText];
 }
 
@@ -281,9 +284,12 @@ function SecretMapControl({ info, value, onChange, secrets }: ControlProps) {
     [value],
   );
   const [rows, setRows] = useState<[string, string][]>(entries);
-  useEffect(() => {
-    setRows((local) => (JSON.stringify(Object.fromEntries(local.filter(([k, v]) => k && v))) === JSON.stringify(Object.fromEntries(entries)) ? local : entries));
-  }, [entries]);
+  // A new value from outside replaces the rows, unless their complete ones already say it.
+  const [seen, setSeen] = useState(entries);
+  if (seen !== entries) {
+    setSeen(entries);
+    if (JSON.stringify(Object.fromEntries(rows.filter(([k, v]) => k && v))) !== JSON.stringify(Object.fromEntries(entries))) setRows(entries);
+  }
   const commit = (next: [string, string][]) => {
     setRows(next);
     // Only complete rows: a header without a secret (or the reverse) is still being written.

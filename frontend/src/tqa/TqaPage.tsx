@@ -41,6 +41,7 @@ export function TqaPage({ conversationId }: { conversationId: string | null }) {
 
   // The route names a conversation: replay it (unless it is the one streaming here).
   useEffect(() => {
+    // eslint-disable-next-line react-hooks/set-state-in-effect -- another conversation: the last one's error goes
     setLoadError(null);
     if (!conversationId) {
       if (!abortRef.current) dispatch({ type: "reset" });

@@ -48,6 +48,7 @@ export function useRunHistory(appSlug: string | null): RunHistory {
 
   useEffect(() => {
     offsetRef.current = 0;
+    // eslint-disable-next-line react-hooks/set-state-in-effect -- another app: its runs, not the last one's
     setPage({ items: [], total: 0, offset: 0 });
     setError(null);
     void load(0);

@@ -11,7 +11,10 @@ export interface EditorGraph {
   graph: Graph;
   /** The latest graph, for handlers that must not wait for a render. */
   graphRef: RefObject<Graph>;
-  /** Bumped by every edit, undo and redo: what the flow document is derived from. */
+  /** The graph as the last edit, undo or redo left it (not moved by a drag in progress, nor
+   *  changed by a selection): what the flow document is derived from. */
+  edited: Graph;
+  /** Bumped by every edit, undo and redo. */
   revision: number;
   history: History<Graph>;
   setGraph: (next: Graph) => void;
@@ -30,7 +33,8 @@ export function useEditorGraph(initial: Graph): EditorGraph {
   const history = useMemo(() => new History<Graph>(), []);
   const [graph, setGraphState] = useState<Graph>(initial);
   const graphRef = useRef(graph);
-  const [revision, setRevision] = useState(0);
+  const [{ edited, revision }, setEdited] = useState({ edited: initial, revision: 0 });
+  const committed = useCallback((next: Graph) => setEdited((e) => ({ edited: next, revision: e.revision + 1 })), []);
 
   const setGraph = useCallback((next: Graph) => {
     graphRef.current = next;
@@ -44,9 +48,9 @@ export function useEditorGraph(initial: Graph): EditorGraph {
       if (next === before) return;
       history.push(before, coalesceKey);
       setGraph(next);
-      setRevision((r) => r + 1);
+      committed(next);
     },
-    [history, setGraph],
+    [committed, history, setGraph],
   );
 
   const replace = useCallback((fn: (g: Graph) => Graph) => setGraph(fn(graphRef.current)), [setGraph]);
@@ -54,26 +58,26 @@ export function useEditorGraph(initial: Graph): EditorGraph {
   const recordEdit = useCallback(
     (before: Graph) => {
       history.push(before);
-      setRevision((r) => r + 1);
+      committed(graphRef.current);
     },
-    [history],
+    [committed, history],
   );
 
   const undo = useCallback(() => {
     const prev = history.undo(graphRef.current);
     if (prev) {
       setGraph(prev);
-      setRevision((r) => r + 1);
+      committed(prev);
     }
-  }, [history, setGraph]);
+  }, [committed, history, setGraph]);
 
   const redo = useCallback(() => {
     const next = history.redo(graphRef.current);
     if (next) {
       setGraph(next);
-      setRevision((r) => r + 1);
+      committed(next);
     }
-  }, [history, setGraph]);
+  }, [committed, history, setGraph]);
 
-  return { graph, graphRef, revision, history, setGraph, edit, replace, recordEdit, undo, redo };
+  return { graph, graphRef, edited, revision, history, setGraph, edit, replace, recordEdit, undo, redo };
 }

@@ -1,7 +1,7 @@
 // The flow document the editor's graph stands for, derived once per revision (not per drag
 // frame), and whether it differs from the version it was opened on.
 
-import { type RefObject, useMemo, useRef, useState } from "react";
+import { type RefObject, useCallback, useEffect, useMemo, useRef, useState } from "react";
 import type { FlowDocument } from "../../api/types";
 import { flowFingerprint } from "../draft";
 import { type Graph, flowToGraph, graphToFlow, needsLayout } from "../graph";
@@ -42,7 +42,10 @@ export interface FlowDocumentState {
   metaRef: RefObject<FlowMeta>;
   setMeta: (update: (m: FlowMeta) => FlowMeta) => void;
   dirty: boolean;
+  /** `dirty` for handlers (the leave guard). */
   dirtyRef: RefObject<boolean>;
+  /** The user threw the changes away: leaving no longer asks. */
+  forgetChanges: () => void;
   /** The version the working copy grew from (its parent when saved). */
   baseVersion: VersionRef | null;
   /** A version was saved from `doc`: it is the new base, and nothing is unsaved. */
@@ -50,18 +53,19 @@ export interface FlowDocumentState {
 }
 
 export function useFlowDocument(args: {
-  graphRef: RefObject<Graph>;
-  revision: number;
+  edited: Graph;
   initialFlow: FlowDocument;
   initialGraph: Graph;
   base: BaseVersion | null;
   slug: string;
   blocks: Registry["byName"];
 }): FlowDocumentState {
-  const { graphRef, revision, initialFlow, initialGraph, base, slug, blocks } = args;
+  const { edited, initialFlow, initialGraph, base, slug, blocks } = args;
   const [meta, setMeta] = useState(() => metaOf(initialFlow, slug));
   const metaRef = useRef(meta);
-  metaRef.current = meta;
+  useEffect(() => {
+    metaRef.current = meta;
+  }, [meta]);
   // What the saved version looks like once read into the editor (the same normalisation as the
   // working copy), so opening a version is never "unsaved".
   const [savedFingerprint, setSavedFingerprint] = useState(() =>
@@ -73,21 +77,22 @@ export function useFlowDocument(args: {
   );
   const [baseVersion, setBaseVersion] = useState<VersionRef | null>(base ? { id: base.id, number: base.number } : null);
 
-  // Once per revision (an edit), not per drag frame: graphRef holds the latest graph.
-  // eslint-disable-next-line react-hooks/exhaustive-deps
-  const flow = useMemo(() => graphToFlow(graphRef.current, meta), [revision, meta]);
+  // Once per edit, not per drag frame.
+  const flow = useMemo(() => graphToFlow(edited, meta), [edited, meta]);
   const fingerprint = useMemo(() => flowFingerprint(flow), [flow]);
   const dirty = fingerprint !== savedFingerprint;
   const dirtyRef = useRef(dirty);
-  dirtyRef.current = dirty;
+  useEffect(() => {
+    dirtyRef.current = dirty;
+  }, [dirty]);
+  const forgetChanges = useCallback(() => {
+    dirtyRef.current = false;
+  }, []);
 
-  const markSaved = useMemo(
-    () => (version: VersionRef, doc: FlowDocument) => {
-      setBaseVersion({ id: version.id, number: version.number });
-      setSavedFingerprint(flowFingerprint(doc));
-    },
-    [],
-  );
+  const markSaved = useCallback((version: VersionRef, doc: FlowDocument) => {
+    setBaseVersion({ id: version.id, number: version.number });
+    setSavedFingerprint(flowFingerprint(doc));
+  }, []);
 
-  return { flow, meta, metaRef, setMeta, dirty, dirtyRef, baseVersion, markSaved };
+  return { flow, meta, metaRef, setMeta, dirty, dirtyRef, forgetChanges, baseVersion, markSaved };
 }

@@ -32,24 +32,15 @@ export function useValidation(args: {
 }): Validation {
   const { flow, revision, initialNodeIds, decorations } = args;
   const [allProblems, setProblems] = useState<Problem[]>([]);
-  const touchedRef = useRef<Set<string> | null>(null);
-  touchedRef.current ??= new Set(initialNodeIds); // an opened flow was worked on
-  const [touchedRev, setTouchedRev] = useState(0);
+  const [touched, setTouched] = useState(() => new Set(initialNodeIds)); // an opened flow was worked on
   const [revealed, setRevealed] = useState(false);
 
-  const touch = useCallback((...ids: string[]) => {
-    const touched = touchedRef.current!;
-    const fresh = ids.filter((id) => !touched.has(id));
-    if (fresh.length === 0) return;
-    for (const id of fresh) touched.add(id);
-    setTouchedRev((r) => r + 1);
-  }, []);
-  // touchedRev stands for the touched set (a ref): it re-filters when a node is first worked on.
-  const problems = useMemo(
-    () => shownProblems(allProblems, touchedRef.current!, revealed),
-    // eslint-disable-next-line react-hooks/exhaustive-deps
-    [allProblems, revealed, touchedRev],
+  // Re-filters only when a node is first worked on: the same set stays otherwise.
+  const touch = useCallback(
+    (...ids: string[]) => setTouched((known) => (ids.every((id) => known.has(id)) ? known : new Set([...known, ...ids]))),
+    [],
   );
+  const problems = useMemo(() => shownProblems(allProblems, touched, revealed), [allProblems, touched, revealed]);
   useEffect(() => decorations.setProblems(problems), [decorations, problems]);
 
   const validationSeq = useRef(0);
