@@ -31,6 +31,7 @@ from dagwright.api.routes import (
     openai_compat,
     published,
     runs,
+    template_variables,
     templates,
     tqa,
     tqa_guide,
@@ -86,6 +87,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         triggers,
         human,
         templates,
+        template_variables,
         drafts,
         tqa_guide,
     ):

@@ -9,7 +9,7 @@ import { blockIcon, blockTitle } from "./blockTitle";
 import { useNodeDecoration } from "./decorations";
 import type { BlockMap, EditorNode, NodePort } from "./graph";
 import { sourceHandleId } from "./graph";
-import { typeColour } from "./typecompat";
+import { typeColour } from "./portColour";
 
 export const BlocksContext = createContext<BlockMap>(new Map());
 

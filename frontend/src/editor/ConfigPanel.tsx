@@ -10,7 +10,7 @@ import { blockIcon, blockKind, blockTitle } from "./blockTitle";
 import { ErrorPolicyField } from "./ErrorPolicyField";
 import type { EditorNode } from "./graph";
 import { NODE_ID_RE } from "./graph";
-import { typeColour } from "./typecompat";
+import { typeColour } from "./portColour";
 
 interface Props {
   node: EditorNode | null;

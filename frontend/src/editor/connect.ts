@@ -1,9 +1,8 @@
 // Whether a wire being dragged may land: checked on every handle the pointer passes, so the
 // editor refuses an incompatible connection while dragging and says why.
 
-import type { TypesResponse } from "../api/types";
+import type { Compatibility, TypesResponse } from "../api/types";
 import { type Graph, parseSourceHandle } from "./graph";
-import { checkTypes } from "./typecompat";
 
 export interface ConnectionLike {
   source: string | null;
@@ -17,6 +16,19 @@ export interface ConnectionCheck {
   reason?: string;
   /** "check": allowed, each value is checked at run time. */
   compat?: string;
+}
+
+/** One edge's types by the server's matrix (GET /api/v1/types). A pair it does not list
+ *  (types born of dynamic ports) is allowed: validation, asked after every edit, and Save
+ *  judge it by the same rules. The editor has no type rules of its own. */
+export function checkTypes(
+  source: string,
+  target: string,
+  matrix: TypesResponse["compatibility"] | null,
+): { ok: boolean; compat: Compatibility | "unknown"; reason?: string } {
+  const compat = matrix?.[source]?.[target] ?? "unknown";
+  if (compat === "no") return { ok: false, compat, reason: `${source} → ${target}: incompatible` };
+  return { ok: true, compat };
 }
 
 export function checkConnection(

@@ -2,7 +2,7 @@
 
 import { describe, expect, it } from "vitest";
 import type { FlowDocument } from "../api/types";
-import { MemoryStorage, blocks } from "../test/fixtures";
+import { MemoryStorage, blocks, typesResponse } from "../test/fixtures";
 import { copySelection, deleteSelection, pasteClip } from "./clipboard";
 import { checkConnection } from "./connect";
 import { clearDraft, draftSlugs, flowFingerprint, loadDraft, saveDraft } from "./draft";
@@ -31,13 +31,13 @@ const graph = () => flowToGraph(doc, blocks);
 
 describe("connection checks while dragging", () => {
   it("refuses incompatible types, naming both", () => {
-    const verdict = checkConnection(graph(), { source: "q", sourceHandle: "output", target: "join", targetHandle: "texts" }, null);
+    const verdict = checkConnection(graph(), { source: "q", sourceHandle: "output", target: "join", targetHandle: "texts" }, typesResponse.compatibility);
     expect(verdict).toEqual({ ok: false, reason: "str → list[str]: incompatible", compat: "no" });
   });
 
   it("allows fitting types, and Any into a narrower port with a run-time check", () => {
-    expect(checkConnection(graph(), { source: "q", sourceHandle: "output", target: "tpl", targetHandle: "a" }, null)).toEqual({ ok: true, compat: "yes" });
-    expect(checkConnection(graph(), { source: "route", sourceHandle: "output#x", target: "split", targetHandle: "text" }, null)).toEqual({ ok: true, compat: "check" });
+    expect(checkConnection(graph(), { source: "q", sourceHandle: "output", target: "tpl", targetHandle: "a" }, typesResponse.compatibility)).toEqual({ ok: true, compat: "yes" });
+    expect(checkConnection(graph(), { source: "route", sourceHandle: "output#x", target: "split", targetHandle: "text" }, typesResponse.compatibility)).toEqual({ ok: true, compat: "check" });
   });
 
   it("follows the server's matrix when it has the pair", () => {
@@ -47,9 +47,9 @@ describe("connection checks while dragging", () => {
 
   it("refuses self-loops, cycles, duplicates and unknown ports", () => {
     const g = graph();
-    expect(checkConnection(g, { source: "split", sourceHandle: "output", target: "split", targetHandle: "text" }, null).reason).toMatch(/itself/);
-    expect(checkConnection(g, { source: "join", sourceHandle: "output", target: "split", targetHandle: "text" }, null).reason).toMatch(/cycle/);
-    expect(checkConnection(g, { source: "q", sourceHandle: "output", target: "split", targetHandle: "text" }, null).reason).toBe("already connected");
+    expect(checkConnection(g, { source: "split", sourceHandle: "output", target: "split", targetHandle: "text" }, typesResponse.compatibility).reason).toMatch(/itself/);
+    expect(checkConnection(g, { source: "join", sourceHandle: "output", target: "split", targetHandle: "text" }, typesResponse.compatibility).reason).toMatch(/cycle/);
+    expect(checkConnection(g, { source: "q", sourceHandle: "output", target: "split", targetHandle: "text" }, typesResponse.compatibility).reason).toBe("already connected");
     expect(checkConnection(g, { source: "q", sourceHandle: "output", target: "tpl", targetHandle: "nope" }, null).ok).toBe(false);
   });
 });

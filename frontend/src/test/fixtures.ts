@@ -1,10 +1,14 @@
-// The block registry as the server exports it (a subset of GET /api/v1/blocks, captured from
-// `dagwright serve`), for tests of ports, forms and connections.
+// The block registry and the port type matrix as the server exports them (a subset of GET
+// /api/v1/blocks, and GET /api/v1/types, captured from `dagwright serve`), for tests of ports,
+// forms and connections.
 
 import blocksText from "./blocks.fixture.json?raw";
-import type { BlockSpec, BlocksResponse } from "../api/types";
+import typesText from "./types.fixture.json?raw";
+import type { BlockSpec, BlocksResponse, TypesResponse } from "../api/types";
 
 export const blocksResponse = JSON.parse(blocksText) as BlocksResponse;
+/** GET /api/v1/types of the same server: which port types may feed which. */
+export const typesResponse = JSON.parse(typesText) as TypesResponse;
 export const blocks: ReadonlyMap<string, BlockSpec> = new Map(blocksResponse.blocks.map((b) => [b.name, b]));
 
 export function spec(name: string): BlockSpec {
