@@ -18,4 +18,5 @@ export default tseslint.config(
       "@typescript-eslint/no-unused-vars": ["error", { argsIgnorePattern: "^_", varsIgnorePattern: "^_" }],
     },
   },
+  { files: ["scripts/**/*.mjs"], extends: [js.configs.recommended], languageOptions: { globals: globals.node } },
 );

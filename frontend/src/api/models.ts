@@ -1,19 +1,11 @@
 // The models the server can call (GET /api/v1/models), fetched once per page: the LLM form's
 // model picker lists them.
 
+import type { components } from "./schema";
 import { request } from "./transport";
 
-export interface ModelOption {
-  provider: string;
-  model: string;
-  scripted: boolean;
-  default: boolean;
-}
-
-export interface ModelsOut {
-  models: ModelOption[];
-  scripted_only: boolean;
-}
+export type ModelOption = components["schemas"]["ModelOption"];
+export type ModelsOut = components["schemas"]["ModelsOut"];
 
 let cached: Promise<ModelsOut> | null = null;
 

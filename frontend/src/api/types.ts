@@ -1,6 +1,11 @@
 // The shared TypeScript shapes of the flow document (docs/flow-format.md) and of the API's
 // responses (docs/api.md, backend/dagwright/api/schemas.py). Imported by the editor and the
-// debug panel alike: keep it free of runtime code beyond tiny helpers.
+// debug panel alike: keep it free of runtime code beyond tiny helpers. The API's models with a
+// server-side schema come from the generated schema.d.ts (`npm run api:types`).
+
+import type { components } from "./schema";
+
+type Schemas = components["schemas"];
 
 // ---------------------------------------------------------------------------------------------
 // The flow document (format "dagwright.flow", version 1)
@@ -166,29 +171,11 @@ export interface ValidationResult {
 // ---------------------------------------------------------------------------------------------
 // Apps, versions, keys, secrets
 
-export interface AppOut {
-  id: string;
-  slug: string;
-  name: string;
-  description: string;
-  published_version_id: string | null;
-  created_at: string;
-  updated_at: string;
-}
-
-export interface VersionOut {
-  id: string;
-  app_id: string;
-  number: number;
-  parent_id: string | null;
-  note: string;
-  author: string;
-  created_at: string;
-}
-
-export interface VersionDetail extends VersionOut {
-  flow: FlowDocument;
-}
+// The API's own models, generated from the server's OpenAPI document (schema.d.ts).
+export type AppOut = Schemas["AppOut"];
+export type VersionOut = Schemas["VersionOut"];
+/** The server types a flow as a JSON object; the editor reads it as a FlowDocument. */
+export type VersionDetail = Omit<Schemas["VersionDetail"], "flow"> & { flow: FlowDocument };
 
 export interface Page<T> {
   items: T[];
@@ -218,19 +205,8 @@ export interface VersionDiff {
   meta: Record<string, { from: string; to: string }>;
 }
 
-export interface KeyOut {
-  id: string;
-  app_id: string;
-  name: string;
-  prefix: string;
-  created_at: string;
-  last_used_at: string | null;
-  revoked_at: string | null;
-}
-
-export interface KeyCreated extends KeyOut {
-  key: string;
-}
+export type KeyOut = Schemas["KeyOut"];
+export type KeyCreated = Schemas["KeyCreated"];
 
 /** GET /api/v1/secrets: names only; values never leave the server. */
 export interface SecretsResponse {

@@ -3,18 +3,11 @@
 // its caller's tables, say) becomes the new app's draft instead, to finish in the editor.
 
 import { api } from "../api/client";
+import type { components } from "../api/schema";
 import { ApiError, request } from "../api/transport";
 import type { AppOut, FlowDocument } from "../api/types";
 
-export interface TemplateOut {
-  id: string;
-  group: string;
-  name: string;
-  description: string;
-  nodes: number;
-  preview: { x: number; y: number; block: string }[];
-  edges: [number, number][];
-}
+export type TemplateOut = components["schemas"]["TemplateOut"];
 
 export const listTemplates = () => request<TemplateOut[]>("GET", "/api/v1/templates");
 

@@ -2,15 +2,13 @@
 // valid or not, survives another browser or cleared storage. localStorage stays the fast,
 // offline copy; the newer of the two is restored.
 
+import type { components } from "../api/schema";
 import { ApiError, request } from "../api/transport";
 import type { FlowDocument } from "../api/types";
 import type { Draft } from "./draft";
 
-interface DraftOut {
-  flow: FlowDocument;
-  base_version_id: string | null;
-  updated_at: string;
-}
+/** The server types a flow as a JSON object; the editor reads it as a FlowDocument. */
+type DraftOut = Omit<components["schemas"]["DraftOut"], "flow"> & { flow: FlowDocument };
 
 const AUTOSAVE_MS = 800;
 const timers = new Map<string, ReturnType<typeof setTimeout>>();
@@ -19,7 +17,7 @@ const path = (slug: string) => `/api/v1/apps/${encodeURIComponent(slug)}/draft`;
 export async function fetchServerDraft(slug: string): Promise<Draft | null> {
   try {
     const d = await request<DraftOut>("GET", path(slug));
-    return { flow: d.flow, baseVersionId: d.base_version_id, baseNumber: null, savedAt: d.updated_at };
+    return { flow: d.flow, baseVersionId: d.base_version_id ?? null, baseNumber: null, savedAt: d.updated_at };
   } catch (e) {
     if (e instanceof ApiError && (e.status === 404 || e.status === 0)) return null; // none, or offline
     throw e;

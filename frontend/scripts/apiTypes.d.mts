@@ -1,0 +1,1 @@
+export function apiTypes(document: unknown): Promise<string>;
