@@ -3,7 +3,7 @@
 // is required, its description) so the node's `inputs` and `arguments` can be filled in.
 
 import { useState } from "react";
-import { ApiError } from "../api/http";
+import { ApiError } from "../api/transport";
 import { argumentsOf, listMcpTools, serverOf, type McpTool } from "./mcpTools";
 
 export function McpToolPicker({

@@ -1,7 +1,7 @@
 // The tools of an MCP server, as the server lists them (POST /api/v1/mcp/tools), for the
 // mcp_tool block's config form.
 
-import { request } from "../api/http";
+import { request } from "../api/transport";
 
 export interface McpTool {
   name: string;

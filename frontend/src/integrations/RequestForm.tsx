@@ -3,7 +3,7 @@
 // you" page and the debug panel, which sends the canvas's flow with the answer.
 
 import { useState } from "react";
-import { ApiError } from "../api/http";
+import { ApiError } from "../api/transport";
 import { fieldValue, humanApi, type Answered, type FormField, type HumanRequest } from "./api";
 
 export function RequestForm({

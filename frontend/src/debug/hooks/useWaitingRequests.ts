@@ -29,6 +29,7 @@ export function useWaitingRequests(run: RunState): {
     );
   }, [runId]);
   useEffect(() => {
+    // eslint-disable-next-line react-hooks/set-state-in-effect -- another run: its requests, not the last one's
     setRequests([]);
     setError(null);
     reload();
