@@ -1,11 +1,14 @@
-"""The gateway every LLM block calls through: one connection pool per provider (HTTP/1.1,
-llm/transport.py), a concurrency limit per provider, retries with backoff, accounting, and
-recording.
+"""The gateway every LLM block calls through: one `openai` async client per provider, a
+concurrency limit per provider, retries with backoff, accounting, and recording.
 
-Requests and answers are the OpenAI API's JSON, built and read here as plain dicts: every
-provider dagwright speaks to (OpenAI, Azure OpenAI, vLLM, Ollama, LM Studio, the scripted
-server) takes that shape. Every retry is counted, and a streamed answer is never retried once
-tokens have been shown.
+The client runs over aiohttp (`openai.DefaultAioHttpClient`), its connection pool sized to the
+provider's concurrency: under 200 calls in flight httpx's pool cost several ms of CPU per call.
+Answers are read as the API's JSON (`with_raw_response`, `with_streaming_response`) rather than
+as the client's typed models, whose construction was the other large share of that CPU.
+
+Retries (429, 5xx, timeouts, dropped connections) are ours rather than the openai client's so
+that every attempt is counted and a streamed answer is never retried once tokens have been
+shown: the client is built with max_retries=0.
 """
 
 from __future__ import annotations
@@ -17,15 +20,22 @@ import os
 import random
 import time
 from collections.abc import Awaitable, Callable
+from contextlib import AbstractAsyncContextManager
 from dataclasses import dataclass, field
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from dagwright.errors import DagwrightError
 from dagwright.llm.providers import ProviderConfig, ProviderSettings
 from dagwright.llm.recording import Recorder
-from dagwright.llm.transport import Answer, Origin, TimedOut, TransportError
 from dagwright.registry.context import ModelCall, Usage
 from dagwright.registry.services import Secrets
+
+if TYPE_CHECKING:
+    import openai
+    from openai._legacy_response import LegacyAPIResponse
+
+# The openai package takes ~0.5 s to import: it is imported where first needed (the first
+# model call), not when the gateway is built, so a server starts faster.
 
 T = TypeVar("T")
 DeltaFn = Callable[[int, str], None]  # (choice index, text delta)
@@ -33,7 +43,6 @@ EventFn = Callable[[dict[str, Any]], None]
 
 # Marks the project's scripted server in its answers (system_fingerprint).
 SCRIPTED_FINGERPRINT = "dagwright-scripted"
-OPENAI_BASE_URL = "https://api.openai.com/v1"
 
 
 class LLMError(DagwrightError):
@@ -46,17 +55,8 @@ class MissingKeyError(DagwrightError):
     code = "missing_api_key"
 
 
-class _StatusError(Exception):
-    """The provider answered with an HTTP error status."""
-
-    def __init__(self, status: int, message: str, headers: dict[str, str]) -> None:
-        super().__init__(f"HTTP {status}: {message}")
-        self.status = status
-        self.headers = headers
-
-    @property
-    def retryable(self) -> bool:
-        return self.status == 429 or self.status >= 500
+class _StreamError(Exception):
+    """The provider reported an error inside a stream it had begun with 200."""
 
 
 class _MalformedAnswer(Exception):
@@ -144,8 +144,9 @@ def _estimate_tokens(text: str) -> int:
     return max(1, -(-len(text) // 4)) if text else 0
 
 
-def _retry_after(headers: dict[str, str]) -> float | None:
+def _retry_after(exc: openai.APIStatusError) -> float | None:
     """Seconds the provider asked us to wait (Retry-After, or OpenAI's retry-after-ms)."""
+    headers = exc.response.headers
     try:
         if "retry-after-ms" in headers:
             return float(headers["retry-after-ms"]) / 1000
@@ -162,40 +163,40 @@ def _retry_after(headers: dict[str, str]) -> float | None:
 
 
 def _provider_message(exc: Exception) -> str:
-    if isinstance(exc, TimedOut):
+    import openai
+
+    if isinstance(exc, openai.APIStatusError):
+        body = exc.body
+        message = body.get("message") if isinstance(body, dict) else None
+        return f"HTTP {exc.status_code}: {message or exc.message}"
+    if isinstance(exc, openai.APITimeoutError):
         return "timed out"
-    if isinstance(exc, TransportError):
-        return f"connection failed: {exc}"
+    if isinstance(exc, openai.APIConnectionError):
+        cause = exc.__cause__
+        return f"connection failed: {cause or exc.message}"
     return str(exc)
 
 
-def _status_error(answer: Answer, body: bytes) -> _StatusError:
-    """The provider's own message from an error answer ({"error": {"message": ...}})."""
-    message = ""
+def _json_object(body: bytes | str) -> dict[str, Any]:
     try:
         data = json.loads(body)
-        error = data.get("error", data) if isinstance(data, dict) else None
-        if isinstance(error, dict):
-            message = str(error.get("message") or "")
-        elif isinstance(error, str):
-            message = error
     except ValueError:
-        pass
-    if not message:
-        message = body[:200].decode("utf-8", "replace") or "(no message)"
-    return _StatusError(answer.status, message, answer.headers)
+        raise _MalformedAnswer("JSONDecodeError") from None
+    if not isinstance(data, dict):
+        raise _MalformedAnswer(f"a JSON {type(data).__name__}, not an object")
+    return data
 
 
 @dataclass(slots=True)
 class _Connection:
     loop: asyncio.AbstractEventLoop
-    origin: Origin
+    client: openai.AsyncOpenAI
     slots: asyncio.Semaphore
     in_flight: int = 0
 
 
 class LLMGateway:
-    """Model calls for a process. Connections are made lazily per event loop."""
+    """Model calls for a process. Clients are made lazily per event loop."""
 
     def __init__(
         self,
@@ -236,47 +237,69 @@ class LLMGateway:
         return "not-needed"
 
     def _connection(self, provider: ProviderConfig) -> _Connection:
+        import httpx2
+        import openai
+
         loop = asyncio.get_running_loop()
         known = self._connections.get(provider.name)
         if known is not None and known.loop is loop:
             return known
         key = self._api_key(provider)
+        # A pool as large as the calls the provider may have in flight, so a call that holds a
+        # slot never waits for a connection; HTTPS_PROXY and the like are honoured (trust_env).
+        pool = provider.max_concurrency
+        http_client = openai.DefaultAioHttpClient(
+            timeout=provider.timeout,
+            limits=httpx2.Limits(max_connections=pool, max_keepalive_connections=pool),
+            trust_env=True,
+        )
+        client: openai.AsyncOpenAI
         if provider.kind == "azure":
             assert provider.base_url is not None  # checked by ProviderConfig
-            base_url = provider.base_url.rstrip("/") + "/openai"
-            headers = {"api-key": key}
+            client = openai.AsyncAzureOpenAI(
+                azure_endpoint=provider.base_url,
+                api_version=provider.api_version,
+                api_key=key,
+                timeout=provider.timeout,
+                max_retries=0,
+                http_client=http_client,
+            )
         else:
-            base_url = provider.base_url or OPENAI_BASE_URL
-            headers = {"Authorization": f"Bearer {key}"}
-        origin = Origin(base_url, headers, provider.timeout)
-        connection = _Connection(loop, origin, asyncio.Semaphore(provider.max_concurrency))
+            client = openai.AsyncOpenAI(
+                base_url=provider.base_url,
+                api_key=key,
+                timeout=provider.timeout,
+                max_retries=0,
+                http_client=http_client,
+            )
+        connection = _Connection(loop, client, asyncio.Semaphore(provider.max_concurrency))
         self._connections[provider.name] = connection
         return connection
 
     async def aclose(self) -> None:
         for connection in self._connections.values():
-            await connection.origin.aclose()
+            await connection.client.close()
         self._connections.clear()
-
-    @staticmethod
-    def _path(provider: ProviderConfig, endpoint: str, model: str) -> str:
-        """The URL path of an endpoint (/chat/completions, /completions, /embeddings): Azure
-        names the deployment (its word for a model) in the path and the API version after."""
-        if provider.kind == "azure":
-            return f"/deployments/{model}{endpoint}?api-version={provider.api_version}"
-        return endpoint
 
     # -- the retry loop ------------------------------------------------------------------
 
     async def _attempts(
         self,
         provider: ProviderConfig,
-        call: Callable[[Origin], Awaitable[T]],
+        call: Callable[[openai.AsyncOpenAI], Awaitable[T]],
         shown: Callable[[], bool] = lambda: False,
     ) -> tuple[T, int]:
         """Run `call` until it succeeds, retrying what may pass on its own; (result, attempts).
         `shown` tells whether a streamed answer has reached the user, which rules out a
         retry that would show it twice."""
+        import openai
+
+        retryable = (
+            openai.RateLimitError,
+            openai.InternalServerError,
+            openai.APIConnectionError,
+            _StreamError,
+        )
         connection = self._connection(provider)
         attempt = 0
         while True:
@@ -287,20 +310,20 @@ class LLMGateway:
                     peak = self.max_in_flight.get(provider.name, 0)
                     self.max_in_flight[provider.name] = max(peak, connection.in_flight)
                     try:
-                        return await call(connection.origin), attempt
+                        return await call(connection.client), attempt
                     finally:
                         connection.in_flight -= 1
-            except (_StatusError, TransportError) as exc:
-                if isinstance(exc, _StatusError) and not exc.retryable:
-                    raise LLMError(
-                        f"provider {provider.name!r} refused the request: {exc}"
-                    ) from None
+            except retryable as exc:
                 if attempt >= provider.max_attempts or shown():
                     raise LLMError(
                         f"provider {provider.name!r} failed after {attempt} attempt(s): "
                         f"{_provider_message(exc)}"
                     ) from None
                 await self._sleep(self._delay(provider, attempt, exc))
+            except openai.APIStatusError as exc:
+                raise LLMError(
+                    f"provider {provider.name!r} refused the request: {_provider_message(exc)}"
+                ) from None
             except _MalformedAnswer as exc:
                 raise LLMError(
                     f"provider {provider.name!r} sent a response that is not valid JSON "
@@ -310,57 +333,49 @@ class LLMGateway:
     @staticmethod
     def _delay(provider: ProviderConfig, attempt: int, exc: Exception) -> float:
         """Exponential backoff with jitter; at least what Retry-After asks, within backoff_max."""
+        import openai
+
         ceiling = min(provider.backoff_max, provider.backoff_base * 2.0 ** (attempt - 1))
         delay = ceiling / 2 + random.uniform(0, ceiling / 2)
-        if isinstance(exc, _StatusError):
-            asked = _retry_after(exc.headers)
+        if isinstance(exc, openai.APIStatusError):
+            asked = _retry_after(exc)
             if asked is not None:
                 delay = max(delay, min(asked, provider.backoff_max))
         return delay
 
-    # -- one exchange --------------------------------------------------------------------
+    # -- reading answers -----------------------------------------------------------------
 
     @staticmethod
-    async def _post(origin: Origin, path: str, payload: dict[str, Any]) -> dict[str, Any]:
-        """POST and the answer's JSON object."""
-        async with origin.post(path, payload) as answer:
-            body = await answer.read()
-        if answer.status >= 400:
-            raise _status_error(answer, body)
-        try:
-            data = json.loads(body)
-        except ValueError:
-            raise _MalformedAnswer("JSONDecodeError") from None
-        if not isinstance(data, dict):
-            raise _MalformedAnswer(f"a JSON {type(data).__name__}, not an object")
-        return data
+    def _answer(response: LegacyAPIResponse[Any]) -> dict[str, Any]:
+        """The answer's JSON object, as sent."""
+        return _json_object(response.content)
 
     @staticmethod
-    async def _post_streamed(
-        origin: Origin, path: str, payload: dict[str, Any], on_event: EventFn
+    async def _events(
+        answer: AbstractAsyncContextManager[openai.AsyncAPIResponse[Any]], on_event: EventFn
     ) -> None:
-        """POST asking for a stream; each server-sent event's JSON to `on_event` as it comes.
-        (OpenAI-compatible servers put each event on one `data:` line.)"""
-        async with origin.post(path, payload) as answer:
-            if answer.status >= 400:
-                raise _status_error(answer, await answer.read())
-            async for line in answer.lines():
-                if not line.startswith(b"data:"):
-                    continue
-                data = line[5:].strip()
-                if data == b"[DONE]":
-                    continue
-                try:
-                    event = json.loads(data)
-                except ValueError:
-                    raise _MalformedAnswer("JSONDecodeError") from None
-                if not isinstance(event, dict):
-                    raise _MalformedAnswer(f"an event that is a JSON {type(event).__name__}")
-                if "error" in event:
-                    error = event["error"]
-                    message = error.get("message") if isinstance(error, dict) else error
-                    raise _StatusError(answer.status, f"in the stream: {message}", {})
-                on_event(event)
+        """Each server-sent event's JSON to `on_event` as it comes. (OpenAI-compatible
+        servers put each event on one `data:` line.)"""
+        import httpx2
+        import openai
+
+        async with answer as response:
+            try:
+                async for line in response.iter_lines():
+                    if not line.startswith("data:"):
+                        continue
+                    data = line[5:].strip()
+                    if data == "[DONE]":
+                        continue
+                    event = _json_object(data)
+                    if "error" in event:
+                        error = event["error"]
+                        message = error.get("message") if isinstance(error, dict) else error
+                        raise _StreamError(f"in the stream: {message}")
+                    on_event(event)
+            except httpx2.TransportError as exc:
+                # The client maps a failure to connect; one while reading is the stream's.
+                raise openai.APIConnectionError(request=response.http_request) from exc
 
     # -- calls ---------------------------------------------------------------------------
 
@@ -370,7 +385,8 @@ class LLMGateway:
         provider = self.settings.get(provider_name)
         model = request.model or provider.default_model
         params = request.parameters()
-        path = self._path(provider, "/chat/completions", model)
+        # Plain dicts, as the blocks build them; the client's TypedDicts describe the same shape.
+        messages: Any = request.messages
         started = time.perf_counter()
         texts = [""] * request.n
         finish: list[str | None] = [None] * request.n
@@ -383,9 +399,12 @@ class LLMGateway:
             if logprobs is not None and logprobs.get("content"):
                 tokens[index].extend(_token_dict(item) for item in logprobs["content"])
 
-        async def plain(origin: Origin) -> None:
-            payload = {"model": model, "messages": request.messages, **params}
-            response = await self._post(origin, path, payload)
+        async def plain(client: openai.AsyncOpenAI) -> None:
+            response = self._answer(
+                await client.chat.completions.with_raw_response.create(
+                    model=model, messages=messages, **params
+                )
+            )
             try:
                 for choice in response["choices"]:
                     index = choice["index"]
@@ -417,17 +436,17 @@ class LLMGateway:
                 if finish_reason:
                     finish[index] = finish_reason
 
-        async def streamed(origin: Origin) -> None:
+        async def streamed(client: openai.AsyncOpenAI) -> None:
             texts[:] = [""] * request.n
             tokens[:] = [[] for _ in range(request.n)]
-            payload = {
-                "model": model,
-                "messages": request.messages,
-                "stream": True,
-                "stream_options": {"include_usage": True},
+            answer = client.chat.completions.with_streaming_response.create(
+                model=model,
+                messages=messages,
+                stream=True,
+                stream_options={"include_usage": True},
                 **params,
-            }
-            await self._post_streamed(origin, path, payload, chunk)
+            )
+            await self._events(answer, chunk)
 
         call = streamed if on_delta is not None else plain
         _, attempts = await self._attempts(provider, call, lambda: shown[0])
@@ -465,7 +484,6 @@ class LLMGateway:
         """A text completion (/v1/completions), for providers that still offer it."""
         provider = self.settings.get(provider_name)
         chosen = model or provider.default_model
-        path = self._path(provider, "/completions", chosen)
         params: dict[str, Any] = {
             key: value
             for key, value in {
@@ -496,14 +514,23 @@ class LLMGateway:
                 if isinstance(choice, dict) and choice.get("finish_reason"):
                     finish[0] = choice["finish_reason"]
 
-        async def call(origin: Origin) -> None:
+        async def call(client: openai.AsyncOpenAI) -> None:
             text[0] = ""
-            payload = {"model": chosen, "prompt": prompt, **params}
             if on_delta is not None:
-                payload |= {"stream": True, "stream_options": {"include_usage": True}}
-                await self._post_streamed(origin, path, payload, chunk)
+                answer = client.completions.with_streaming_response.create(
+                    model=chosen,
+                    prompt=prompt,
+                    stream=True,
+                    stream_options={"include_usage": True},
+                    **params,
+                )
+                await self._events(answer, chunk)
                 return
-            response = await self._post(origin, path, payload)
+            response = self._answer(
+                await client.completions.with_raw_response.create(
+                    model=chosen, prompt=prompt, **params
+                )
+            )
             try:
                 first = response["choices"][0]
                 text[0], finish[0] = first["text"], first.get("finish_reason")
@@ -528,12 +555,17 @@ class LLMGateway:
     ) -> CallResult:
         provider = self.settings.get(provider_name)
         chosen = model or provider.default_model
-        path = self._path(provider, "/embeddings", chosen)
         started = time.perf_counter()
         extra: dict[str, Any] = {"dimensions": dimensions} if dimensions is not None else {}
 
-        async def call(origin: Origin) -> tuple[list[list[float]], int]:
-            response = await self._post(origin, path, {"model": chosen, "input": texts, **extra})
+        async def call(client: openai.AsyncOpenAI) -> tuple[list[list[float]], int]:
+            response = self._answer(
+                # Floats asked for by name: unasked, the client asks for base64 and decodes it
+                # only when it builds its own models.
+                await client.embeddings.with_raw_response.create(
+                    model=chosen, input=texts, encoding_format="float", **extra
+                )
+            )
             try:
                 items = sorted(response["data"], key=lambda item: item["index"])
                 vectors = [item["embedding"] for item in items]
