@@ -3,13 +3,13 @@ process answering after 100 ms, so what it costs is measured apart from what dag
 
 (1) One call at a time: raw HTTP (httpx2, the server's own time), the gateway, a chat node in
     a flow; dagwright's share is gateway - raw HTTP. Target: flow overhead <= 2 ms at p50.
-(2) 200 concurrent runs of a flow of two chained chat calls, streamed and not, beside a
-    baseline in the same run: the same calls as bare httpx2 POSTs (the HTTP client the
-    openai SDK wraps; the gateway's runs it over aiohttp). For each: runs/s, the overhead per call beyond
-    the server's 100 ms (p50), and CPU per call of this process and of the server's process
-    (read from /proc). CPU per call is the figure to trust on a shared machine; wall-clock
-    overhead also counts other processes' turns on the cores. Targets: dagwright's overhead
-    <= 20 ms at p50 and streaming within 10% of non-streaming throughput.
+(2) 200 concurrent runs of a flow of two chained chat calls, streamed and not, beside a baseline in
+    the same run: the same calls as bare httpx2 POSTs (the HTTP client the openai SDK wraps; the
+    gateway's runs it over aiohttp). For each: runs/s, the overhead per call beyond the server's
+    100 ms (p50), and CPU per call of this process and of the server's process (read from
+    /proc). CPU per call is the figure to trust on a shared machine; wall-clock overhead also
+    counts other processes' turns on the cores. Targets: dagwright's overhead <= 20 ms at p50
+    and streaming within 10% of non-streaming throughput.
 
 The provider's max_concurrency defaults to the number of runs: with fewer slots, calls wait
 for one (64 slots x 100 ms serve 640 calls/s; 200 runs wanting one each wait ~300 ms), which
