@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import json
+import logging
 import math
 import time
 from collections.abc import AsyncIterator, Iterator
@@ -510,3 +512,31 @@ async def test_stats_count_concurrency_rules_and_log(
         "log": [],
     }
     assert server.stats()["requests"] == 0
+
+
+class _WatchedHandler(logging.StreamHandler[io.StringIO]):
+    """A handler that says whether it was closed (some, absl's, close their stream then)."""
+
+    was_closed = False
+
+    def close(self) -> None:
+        self.was_closed = True
+        super().close()
+
+
+def test_starting_leaves_the_process_logging_alone() -> None:
+    """The scripted server runs inside other programs (the CLI's demo, a server's scripted
+    model): starting it closes and replaces none of their log handlers."""
+    stream = io.StringIO()
+    handler = _WatchedHandler(stream)
+    root = logging.getLogger()
+    root.addHandler(handler)
+    try:
+        with ScriptedServer(Script.model_validate({"default_reply": "fine"})):
+            pass
+        assert not handler.was_closed
+        assert handler in root.handlers
+        root.warning("still logged")
+        assert "still logged" in stream.getvalue()
+    finally:
+        root.removeHandler(handler)

@@ -81,8 +81,11 @@ class ScriptedServer:
         self._port = sock.getsockname()[1]
         self._closing = asyncio.Event()
         app = create_app(self.script, state=self._state, closing=self._closing)
+        # log_config=None: the host process's logging is left as it is. uvicorn's default
+        # dictConfig would close every handler the process has (the CLI's, a test runner's).
         config = uvicorn.Config(
             app,
+            log_config=None,
             log_level="warning",
             access_log=False,
             lifespan="off",
