@@ -297,7 +297,6 @@ class LLMGateway:
             openai.RateLimitError,
             openai.InternalServerError,
             openai.APIConnectionError,
-            _StreamError,
         )
         connection = self._connection(provider)
         attempt = 0
@@ -322,6 +321,11 @@ class LLMGateway:
             except openai.APIStatusError as exc:
                 raise LLMError(
                     f"provider {provider.name!r} refused the request: {_provider_message(exc)}"
+                ) from None
+            except _StreamError as exc:
+                # The answer began with 200 and then reported an error: not retried.
+                raise LLMError(
+                    f"provider {provider.name!r} refused the request: HTTP 200: {exc}"
                 ) from None
             except _MalformedAnswer as exc:
                 raise LLMError(
