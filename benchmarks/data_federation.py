@@ -54,6 +54,7 @@ def load(rows: int, folder: Path) -> None:
 
 def run_engine(folder: Path) -> list[tuple[str, int, float]]:
     from dagwright.data.catalog import Catalog
+    from dagwright.data.connectors.common import SourcePaths
     from dagwright.data.engine import QueryEngine
 
     catalog = Catalog.from_config(
@@ -61,7 +62,8 @@ def run_engine(folder: Path) -> list[tuple[str, int, float]]:
             "pg": {"kind": "postgres", "url": PG_URL, "schemas": [SCHEMA]},
             "my": {"kind": "mysql", "url": f"mysql://root@127.0.0.1:3306/{DATABASE}"},
             "files": {"kind": "files", "path": str(folder)},
-        }
+        },
+        paths=SourcePaths((folder.resolve(),)),
     )
     with catalog:
         engine = QueryEngine(catalog)

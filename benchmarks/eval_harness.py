@@ -47,6 +47,7 @@ NOOP_FLOW: dict[str, Any] = {
 async def services(folder: Path) -> AsyncIterator[Any]:
     from cryptography.fernet import Fernet
 
+    from dagwright.data.connectors.common import SourcePaths
     from dagwright.registry import Registry
     from dagwright.runtime import Executor, ExecutorOptions
     from dagwright.services.apps import AppService
@@ -60,7 +61,7 @@ async def services(folder: Path) -> AsyncIterator[Any]:
     engine = make_engine(f"sqlite:///{folder / 'bench.db'}")
     migrate(engine)
     secrets = DatabaseSecrets(engine, Fernet.generate_key())
-    data = DataSourceService(engine, secrets, data_dir=folder)
+    data = DataSourceService(engine, secrets, paths=lambda: SourcePaths.for_data_dir(folder))
     # The no-op app needs only the input and output blocks (blocks/ is mapped onto
     # dagwright.blocks at install, which mypy does not follow: imported by name).
     io_blocks = importlib.import_module("dagwright.blocks.input")

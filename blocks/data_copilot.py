@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from dagwright.registry import INTERFACES, MODELS, TABLES, NodeContext, block
+from dagwright.registry import INTERFACES, MODELS, SANDBOX, TABLES, NodeContext, block
 
 if TYPE_CHECKING:
     from dagwright.methods.data_copilot.interface import Interface
@@ -116,6 +116,7 @@ class DesignConfig(SourceConfig, ModelChoice):
         MODELS,
         TABLES,
         INTERFACES,
+        SANDBOX,
     ),
 )
 async def dc_design(
@@ -133,6 +134,7 @@ async def dc_design(
     library = _library(ctx)
     engine = ctx.service(TABLES).engine()
     gateway = ctx.service(MODELS)
+    sandbox = ctx.service(SANDBOX)
     pending = library.uncovered(config.source) if config.include_uncovered else []
     all_requests = [*requests, *(p["request"] for p in pending)]
 
@@ -146,7 +148,7 @@ async def dc_design(
 
     async def try_(interface: Interface, args: dict[str, Any]) -> Any:
         return await asyncio.to_thread(
-            call, interface, args, engine, sample_rows=config.sample_rows
+            call, interface, args, engine, sandbox, sample_rows=config.sample_rows
         )
 
     settings = loop.DesignSettings(config.max_repairs, config.merge_threshold)
@@ -308,7 +310,7 @@ class CallConfig(SourceConfig, ModelChoice):
     category="tool",
     description="Data-Copilot: run one planned call (an interface, a chart, or generated code).",
     example='{function: "cost_by_day", args: ["2024-01-01"], output: "result1"} -> rows',
-    needs=(TABLES,),  # and the models for a `generate_code` step
+    needs=(TABLES, SANDBOX),  # and the models for a `generate_code` step
 )
 async def dc_call(
     config: CallConfig,
@@ -353,7 +355,8 @@ async def _run(
     from dagwright.methods.data_copilot.interface import call, table_records
 
     engine = ctx.service(TABLES).engine()
-    table = await asyncio.to_thread(call, interface, args, engine, max_rows=max_rows)
+    sandbox = ctx.service(SANDBOX)
+    table = await asyncio.to_thread(call, interface, args, engine, sandbox, max_rows=max_rows)
     return table_records(table)
 
 

@@ -15,9 +15,10 @@ from typing import TYPE_CHECKING, Any, Literal, TypedDict
 from pydantic import BaseModel, ConfigDict, Field
 
 from dagwright.errors import DataError, InputError
-from dagwright.registry import MODELS, TABLES, NodeContext, block
+from dagwright.registry import MODELS, SOURCE_PATHS, TABLES, NodeContext, block
 
 if TYPE_CHECKING:
+    from dagwright.data.connectors.common import SourcePaths
     from dagwright.methods.mac_sql.agents import Execution
     from dagwright.methods.mac_sql.schema import Table
 
@@ -72,31 +73,36 @@ class SchemaOutput(TypedDict):
 _BUILT_DATABASES = Path("eval-cache") / "sqlite"
 
 
-def _readable_sqlite(path: Path) -> Path:
+def _built_databases(paths: SourcePaths) -> Path:
+    if paths.data_dir is None:
+        raise ValueError("MAC-SQL's SQLite databases need a data directory: the process has none")
+    return paths.data_dir / _BUILT_DATABASES
+
+
+def _readable_sqlite(ctx: NodeContext, path: Path) -> Path:
     """The SQLite file resolved, when a file source could read it too (the source roots of
     docs/security.md) or it is a database built here from a dataset's DDL: a flow must not
     reach the data directory's own database by naming it."""
-    from dagwright.data.connectors.common import SourcePaths
-    from dagwright.store.db import data_directory
-
-    rule = SourcePaths.from_environment().with_roots([data_directory() / _BUILT_DATABASES])
+    paths = ctx.service(SOURCE_PATHS)
+    rule = paths.with_roots([_built_databases(paths)])
     return rule.check(path.absolute(), "macsql", strict=True)
 
 
-def _sqlite_target(config: SchemaConfig, database: str) -> tuple[Path, str | None] | None:
+def _sqlite_target(
+    config: SchemaConfig, ctx: NodeContext, database: str
+) -> tuple[Path, str | None] | None:
     """(file, DDL with the keys) for a SQLite database named by path or by db id."""
     path = Path(database)
     if path.suffix in (".sqlite", ".db") and path.is_file():
-        return _readable_sqlite(path), None
+        return _readable_sqlite(ctx, path), None
     if not config.databases:
         return None
     from dagwright.evaluation.sql_databases import DatabaseRoot
-    from dagwright.store.db import data_directory
 
     root = Path(config.databases)
     if not (root / database).is_dir():
         return None
-    built = DatabaseRoot(root, data_directory() / _BUILT_DATABASES).path(database)
+    built = DatabaseRoot(root, _built_databases(ctx.service(SOURCE_PATHS))).path(database)
     ddl = root / database / "schema.sql"
     # A database built from the pack's DDL has no constraints: its keys are read from the DDL.
     return built, ddl.read_text("utf-8") if built.parent != root / database else None
@@ -107,6 +113,7 @@ def _sqlite_target(config: SchemaConfig, database: str) -> tuple[Path, str | Non
     category="tool",
     description="MAC-SQL: describe a database (columns, value examples, keys) for its agents.",
     example="database concert_singer -> tables with value examples, need_prune false",
+    needs=(SOURCE_PATHS,),  # and the tables when the database is a registered source
 )
 async def macsql_schema(config: SchemaConfig, ctx: NodeContext, database: str) -> SchemaOutput:
     """`database` is a SQLite file, a db id in `databases`, or a data source's name (its
@@ -117,7 +124,7 @@ async def macsql_schema(config: SchemaConfig, ctx: NodeContext, database: str) -
     from dagwright.methods.mac_sql import databases as dbs
     from dagwright.methods.mac_sql.schema import need_prune, table_to_dict
 
-    local = _sqlite_target(config, database) if database else None
+    local = _sqlite_target(config, ctx, database) if database else None
     strip = config.dataset == "spider"
     if local is not None:
         path, ddl = local
@@ -252,7 +259,7 @@ async def _execute(
 
     if target["kind"] == "sqlite":
         # The target comes from an edge a flow author may have written by hand: checked again.
-        path = _readable_sqlite(Path(target["path"]))
+        path = _readable_sqlite(ctx, Path(target["path"]))
         return await asyncio.to_thread(execute_sqlite, path, sql, timeout_s)
     engine = ctx.service(TABLES).engine()
     try:
@@ -277,7 +284,7 @@ async def _execute(
     category="llm",
     description="MAC-SQL Refiner: run the SQL (with a timeout); on an error, repair it.",
     example="SELECT nme FROM singer -> no such column: nme -> SELECT Name FROM singer",
-    needs=(MODELS,),  # and the tables when the target is a registered source
+    needs=(MODELS,),  # and the tables, or the source paths for a SQLite file, by its target
 )
 async def macsql_refiner(
     config: RefinerConfig,

@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from dagwright.registry import SECRETS, NodeContext, block
+from dagwright.registry import MCP_STDIO, SECRETS, NodeContext, Service, block
 from dagwright.secrets import check_secret_name
 
 
@@ -63,23 +63,31 @@ def _input_ports(config: McpToolConfig) -> list[str]:
     return list(config.inputs)
 
 
+def _needs(config: McpToolConfig) -> tuple[Service[Any], ...]:
+    # A stdio server is a program started here: the operator's allow-list decides.
+    secrets = (SECRETS,) if config.token_secret else ()
+    return (*secrets, MCP_STDIO) if config.command else secrets
+
+
 @block(
     "mcp_tool",
     category="tool",
     description="Call a tool of an MCP server (streamable HTTP, or an allowed stdio command).",
     example="url https://tools.example/mcp, tool 'search', inputs [query] -> the tool's result",
     dynamic_ports=_input_ports,
-    needs=lambda config: (SECRETS,) if config.token_secret else (),
+    needs=lambda config: _needs(config),
 )
 async def mcp_tool(config: McpToolConfig, ctx: NodeContext, **inputs: Any) -> Any:
     """Connects to the MCP server, calls `tool` with the fixed `arguments` and the input
     ports named in `inputs`, and returns the tool's structured result (or the field named in
     `output`), else its text. A tool that reports an error fails the node with its message."""
-    from dagwright.mcp.client import McpTarget, call_tool
+    from dagwright.mcp.client import McpTarget, StdioAllowList, call_tool
 
     token = ctx.service(SECRETS).get(config.token_secret) if config.token_secret else None
     target = McpTarget(config.url, tuple(config.command), token)
-    result = await call_tool(target, config.tool, {**config.arguments, **inputs}, config.timeout)
+    allowed = ctx.service(MCP_STDIO) if config.command else StdioAllowList()
+    arguments = {**config.arguments, **inputs}
+    result = await call_tool(target, config.tool, arguments, allowed, config.timeout)
     if config.output is None:
         return result
     if not isinstance(result, dict) or config.output not in result:

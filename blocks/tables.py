@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, TypedDict
 from pydantic import BaseModel, ConfigDict, Field
 
 from dagwright.errors import DataError
-from dagwright.registry import TABLES, NodeContext, block
+from dagwright.registry import SANDBOX, TABLES, NodeContext, block
 
 if TYPE_CHECKING:
     import pyarrow as pa
@@ -339,8 +339,11 @@ class PythonConfig(BaseModel):
     description="Run Python (pandas) on tables in an isolated process with CPU, memory, "
     "time limits.",
     example="tables {sales: [...]}, code 'result = sales.groupby(\"region\").amount.sum()' -> rows",
+    needs=(SANDBOX,),
 )
-async def python_on_tables(config: PythonConfig, tables: dict[str, Records]) -> PythonOutput:
+async def python_on_tables(
+    config: PythonConfig, ctx: NodeContext, tables: dict[str, Records]
+) -> PythonOutput:
     """Runs the code in a fresh subprocess: each table of `tables` is a pandas DataFrame of
     that name, `result` is what the node gives (a DataFrame becomes records). The process
     has no network, sees only a scratch folder, gets none of the server's environment, and is
@@ -352,7 +355,9 @@ async def python_on_tables(config: PythonConfig, tables: dict[str, Records]) -> 
 
     limits = SandboxLimits(cpu_s=config.cpu_s, wall_s=config.wall_s, memory_mb=config.memory_mb)
     frames = {name: _table(records, f"tables.{name}") for name, records in tables.items()}
-    outcome = await asyncio.to_thread(run_python, config.code, frames, limits=limits)
+    outcome = await asyncio.to_thread(
+        run_python, config.code, frames, limits=limits, settings=ctx.service(SANDBOX)
+    )
     result = outcome.result
     return {
         "result": _records(result) if isinstance(result, pa.Table) else result,

@@ -11,7 +11,7 @@ from typing import Any, Literal, TypedDict
 from pydantic import BaseModel, ConfigDict, Field
 
 from dagwright.errors import DagwrightError
-from dagwright.registry import APPS, AUTOTQA, NodeContext, block
+from dagwright.registry import APPS, AUTOTQA, SANDBOX, NodeContext, block
 from dagwright.tqa.executor import choose_tool
 from dagwright.tqa.ports import ExecutorInputs, reported_failure
 
@@ -149,9 +149,11 @@ class PythonCodeOutput(TypedDict):
     description="Run Python (pandas) given as an input on a table, in the sandbox; a failure "
     "comes back on `error`.",
     example="code 'result = int(df.Bonus.sum())', rows [{Bonus: 2100}, {Bonus: 1569}] -> 3669",
+    needs=(SANDBOX,),
 )
 async def python_code(
     config: PythonCodeConfig,
+    ctx: NodeContext,
     code: str,
     rows: list[dict[str, Any]],
     upstream_error: str | None = None,
@@ -175,7 +177,10 @@ async def python_code(
     limits = SandboxLimits(cpu_s=config.cpu_s, wall_s=config.wall_s, memory_mb=config.memory_mb)
     try:
         frame = pa.Table.from_pylist(rows)
-        outcome = await asyncio.to_thread(run_python, code, {config.table: frame}, limits=limits)
+        sandbox = ctx.service(SANDBOX)
+        outcome = await asyncio.to_thread(
+            run_python, code, {config.table: frame}, limits=limits, settings=sandbox
+        )
     except DataError as exc:
         return {"result": None, "stdout": "", "error": _failure(exc)}
     except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:

@@ -24,9 +24,12 @@ from dagwright.settings import Settings
 if TYPE_CHECKING:
     from sqlalchemy import Engine
 
+    from dagwright.data.connectors.common import SourcePaths
+    from dagwright.data.isolation import SandboxSettings
     from dagwright.embedding.embedder import Embedder
     from dagwright.embedding.service import ExampleStore
     from dagwright.llm.gateway import LLMGateway
+    from dagwright.mcp.client import StdioAllowList
     from dagwright.methods.data_copilot.library import InterfaceLibrary
     from dagwright.registry import Registry
     from dagwright.registry.services import AutoTqa, BlockServices, Secrets
@@ -118,7 +121,7 @@ class Composition:
         def build() -> Engine:
             from dagwright.store.db import database_url, make_engine, migrate
 
-            engine = make_engine(self.settings.database_url or database_url(self.data_dir()))
+            engine = make_engine(database_url(self.data_dir(), self.settings.database_url))
             self._stack.callback(engine.dispose)
             migrate(engine)
             return engine
@@ -228,7 +231,7 @@ class Composition:
                 file_sources=self.settings.sources,
                 demo_folder=demo_folder(self.settings),
                 limits=query_limits(self.settings),
-                data_dir=self.settings.data_dir,
+                paths=self.source_paths,
                 embedders=self.embedder,
             )
             self._stack.callback(data.close)
@@ -245,11 +248,44 @@ class Composition:
         def build() -> TableAccess:
             from dagwright.services.data_sources import settings_table_access
 
-            tables = settings_table_access(self.secrets(), self.settings, self.embedder)
+            tables = settings_table_access(
+                self.secrets(), self.settings, self.source_paths, self.embedder
+            )
             self._stack.callback(tables.close)
             return tables
 
         return self._once("tables", build)
+
+    def source_paths(self) -> SourcePaths:
+        """The rule local file and SQLite data is read under: the data directory's source
+        roots (DAGWRIGHT_SOURCE_ROOTS, else its defaults), never its own files."""
+
+        def build() -> SourcePaths:
+            from dagwright.data.connectors.common import SourcePaths
+
+            return SourcePaths.for_data_dir(
+                self.settings.data_dir,
+                roots=self.settings.source_root_folders,
+                database_url=self.settings.database_url,
+                settings_file=self.settings.settings_file,
+            )
+
+        return self._once("source_paths", build)
+
+    def sandbox(self) -> SandboxSettings:
+        """Where the Python sandbox finds bubblewrap, and whether code may run without it."""
+        from dagwright.data.isolation import SandboxSettings
+
+        return SandboxSettings(
+            bwrap=self.settings.sandbox_bwrap.strip(),
+            allow_unisolated=self.settings.sandbox_allow_unisolated,
+        )
+
+    def mcp_stdio(self) -> StdioAllowList:
+        """The commands stdio MCP servers may be started with (DAGWRIGHT_MCP_STDIO_COMMANDS)."""
+        from dagwright.mcp.client import StdioAllowList
+
+        return StdioAllowList(self.settings.stdio_commands)
 
     def interfaces(self) -> InterfaceLibrary:
         """Data-Copilot's interface libraries, in the database."""
@@ -415,8 +451,11 @@ class Composition:
                 AUTOTQA,
                 EXAMPLES,
                 INTERFACES,
+                MCP_STDIO,
                 MODELS,
+                SANDBOX,
                 SECRETS,
+                SOURCE_PATHS,
                 TABLES,
                 BlockServices,
             )
@@ -428,6 +467,9 @@ class Composition:
             services.provide_lazily(TABLES, self.tables)
             services.provide_lazily(INTERFACES, self.interfaces)
             services.provide_lazily(AUTOTQA, self._autotqa)
+            services.provide_lazily(SANDBOX, self.sandbox)
+            services.provide_lazily(MCP_STDIO, self.mcp_stdio)
+            services.provide_lazily(SOURCE_PATHS, self.source_paths)
             if self.kind == "server":
                 services.provide_lazily(APPS, self.app_invoker)
             return services

@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from dagwright.composition import Composition
 from dagwright.data.catalog import Catalog, RefusedSource, create_connector
 from dagwright.data.connector import Connector, Filter, Split, TableInfo
 from dagwright.data.connectors import (
@@ -34,6 +35,7 @@ from dagwright.data.connectors import (
 from dagwright.data.connectors.common import SourcePathError, SourcePaths
 from dagwright.errors import DataError, DataSourceError
 from dagwright.secrets import MappingSecrets
+from dagwright.settings import load_settings
 from support.data_sources import (
     MysqlDatabase,
     PostgresSchema,
@@ -41,6 +43,7 @@ from support.data_sources import (
     mysql_database,
     postgres_schema,
 )
+from support.source_paths import TEMPORARY_FOLDERS
 
 NO_SECRETS = MappingSecrets({})
 
@@ -162,7 +165,9 @@ def folder(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.fixture(scope="module")
 def files(folder: Path) -> FilesConnector:
-    return FilesConnector.from_config("files", {"path": str(folder)}, NO_SECRETS)
+    return FilesConnector.from_config(
+        "files", {"path": str(folder)}, NO_SECRETS, paths=TEMPORARY_FOLDERS
+    )
 
 
 def test_files_tables_are_files_and_folders_of_data_files(files: FilesConnector) -> None:
@@ -208,12 +213,16 @@ def test_a_folder_of_files_is_one_table_with_a_split_per_file(files: FilesConnec
 
 
 def test_files_errors(tmp_path: Path) -> None:
-    connector = FilesConnector.from_config("f", {"path": str(tmp_path / "nowhere")}, NO_SECRETS)
+    connector = FilesConnector.from_config(
+        "f", {"path": str(tmp_path / "nowhere")}, NO_SECRETS, paths=TEMPORARY_FOLDERS
+    )
     with pytest.raises(DataSourceError) as caught:
         connector.tables("main")
     assert caught.value.code == "source_unreachable"
     (tmp_path / "a.csv").write_text("x\n1\n")
-    connector = FilesConnector.from_config("f", {"path": str(tmp_path)}, NO_SECRETS)
+    connector = FilesConnector.from_config(
+        "f", {"path": str(tmp_path)}, NO_SECRETS, paths=TEMPORARY_FOLDERS
+    )
     splits = connector.splits("main", "a", ["x"])
     (tmp_path / "a.csv").unlink()
     with pytest.raises(DataSourceError) as caught:
@@ -245,7 +254,9 @@ def lite(tmp_path_factory: pytest.TempPathFactory) -> SqliteConnector:
             INSERT INTO orders VALUES (1, 1, 1, 10.0), (1, 2, 1, 5.5), (2, 1, 2, 7.0);
             """
         )
-    return SqliteConnector.from_config("lite", {"path": str(path)}, NO_SECRETS)
+    return SqliteConnector.from_config(
+        "lite", {"path": str(path)}, NO_SECRETS, paths=TEMPORARY_FOLDERS
+    )
 
 
 def test_sqlite_metadata_types_and_keys(lite: SqliteConnector) -> None:
@@ -288,7 +299,7 @@ def test_sqlite_errors(tmp_path: Path, lite: SqliteConnector) -> None:
     with pytest.raises(DataSourceError) as caught:
         lite.table_info("main", "nope")
     assert caught.value.code == "table_not_found"
-    missing = SqliteConnector("gone", tmp_path / "missing.db")
+    missing = SqliteConnector("gone", tmp_path / "missing.db", TEMPORARY_FOLDERS)
     with pytest.raises(DataSourceError) as caught:
         missing.tables("main")
     assert caught.value.code == "source_unreachable"
@@ -299,7 +310,7 @@ def test_sqlite_value_that_does_not_fit_its_column_is_bad_value(tmp_path: Path) 
     path = tmp_path / "loose.db"
     with sqlite3.connect(path) as connection:
         connection.executescript("CREATE TABLE t (n INTEGER); INSERT INTO t VALUES (1), ('many');")
-    connector = SqliteConnector("loose", path)
+    connector = SqliteConnector("loose", path, TEMPORARY_FOLDERS)
     with pytest.raises(DataSourceError) as caught:
         rows(connector, "main", "t", ["n"])
     assert caught.value.code == "bad_value"
@@ -776,7 +787,7 @@ def test_catalog_from_config_resolves_secrets_and_reports_bad_settings(folder: P
             "password_secret": "PG_PASSWORD",
         },
     }
-    with Catalog.from_config(config, secrets) as catalog:
+    with Catalog.from_config(config, secrets, paths=TEMPORARY_FOLDERS) as catalog:
         assert catalog.names() == ["files", "pg"]
         assert "pg-hunter2-secret" not in repr(catalog.source("pg"))
         ref = catalog.resolve(["files", "People"])  # unquoted SQL names ignore case
@@ -792,13 +803,17 @@ def test_catalog_from_config_resolves_secrets_and_reports_bad_settings(folder: P
         ({"x": {"kind": "postgres", "url": "mysql://h/db"}}, "postgresql://"),
     ]:
         with pytest.raises((DataError, ValueError), match=words):
-            Catalog.from_config(bad, NO_SECRETS)
+            Catalog.from_config(bad, NO_SECRETS, paths=TEMPORARY_FOLDERS)
 
 
 def test_catalog_caches_metadata_until_refreshed(tmp_path: Path) -> None:
     (tmp_path / "a.csv").write_text("x\n1\n")
     with Catalog(
-        {"f": FilesConnector.from_config("f", {"path": str(tmp_path)}, NO_SECRETS)}
+        {
+            "f": FilesConnector.from_config(
+                "f", {"path": str(tmp_path)}, NO_SECRETS, paths=TEMPORARY_FOLDERS
+            )
+        }
     ) as catalog:
         assert catalog.tables("f", "main") == ["a"]
         (tmp_path / "b.csv").write_text("y\n2\n")
@@ -831,7 +846,7 @@ def data_dir(tmp_path: Path) -> Path:
 
 
 def rule_for(data_dir: Path, **options: Any) -> SourcePaths:
-    return SourcePaths.for_data_dir(data_dir, environ={}, **options)
+    return SourcePaths.for_data_dir(data_dir, **options)
 
 
 def refused(make: Any) -> SourcePathError:
@@ -934,11 +949,24 @@ def test_a_sqlite_file_swapped_for_a_symlink_is_refused(data_dir: Path) -> None:
     refused(lambda: lite.tables("main"))
 
 
-def test_the_environment_names_the_roots(data_dir: Path, tmp_path: Path) -> None:
+def _rule_of(env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> SourcePaths:
+    """The rule a process whose environment is `env` gives its sources (through its
+    settings and the composition root)."""
+    for name in ("DAGWRIGHT_SOURCE_ROOTS", "DAGWRIGHT_DATABASE_URL", "DAGWRIGHT_SETTINGS"):
+        monkeypatch.delenv(name, raising=False)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    return Composition(load_settings()).source_paths()
+
+
+def test_the_environment_names_the_roots(
+    data_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     other = tmp_path / "lake"
     other.mkdir()
+    (tmp_path / "dagwright.toml").write_text("")
     env = {"DAGWRIGHT_DATA_DIR": str(data_dir), "DAGWRIGHT_SOURCE_ROOTS": f"{other}:/srv/none"}
-    rule = SourcePaths.from_environment(env)
+    rule = _rule_of(env, monkeypatch)
     assert rule.check(other / "x.csv", "s")
     refused(lambda: rule.check(data_dir / "sources" / "ok.csv", "s"))  # replaced by the env
     assert rule.check(data_dir / "demo" / "figure1.sqlite", "s")  # the demo's, always
@@ -951,12 +979,12 @@ def test_the_environment_names_the_roots(data_dir: Path, tmp_path: Path) -> None
         "DAGWRIGHT_DATABASE_URL": f"sqlite:///{elsewhere}/server.db",
         "DAGWRIGHT_SETTINGS": str(tmp_path / "dagwright.toml"),
     }
-    rule = SourcePaths.from_environment(env)
+    rule = _rule_of(env, monkeypatch)
     assert rule.check(tmp_path / "lake" / "x.csv", "s")
     for path in ("server.db", "server.db-wal"):
         refused(lambda path=path: rule.check(elsewhere / path, "s"))
     refused(lambda: rule.check(tmp_path / "dagwright.toml", "s"))
-    default = SourcePaths.from_environment({"DAGWRIGHT_DATA_DIR": str(data_dir)})
+    default = _rule_of({"DAGWRIGHT_DATA_DIR": str(data_dir)}, monkeypatch)
     assert default.check(data_dir / "billing" / "events.parquet", "s")
     refused(lambda: default.check(other / "x.csv", "s"))
 

@@ -28,6 +28,7 @@ from dagwright.data.demo import (
     load_figure1,
 )
 from dagwright.data.engine import QueryEngine
+from support.source_paths import TEMPORARY_FOLDERS
 
 POSTGRES_URL = os.environ.get(
     "DAGWRIGHT_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
@@ -60,7 +61,8 @@ def test_figure1_through_the_query_engine(tmp_path: Path) -> None:
         {
             "hr": {"kind": "sqlite", "path": str(files["sqlite"])},
             "finance": {"kind": "files", "path": str(files["csv"])},
-        }
+        },
+        paths=TEMPORARY_FOLDERS,
     )
     engine = QueryEngine(catalog)
     try:

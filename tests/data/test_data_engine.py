@@ -38,6 +38,7 @@ from support.data_sources import (
     mysql_database,
     postgres_schema,
 )
+from support.source_paths import TEMPORARY_FOLDERS
 
 NO_SECRETS = MappingSecrets({})
 BIG_ROWS = 500_000
@@ -104,7 +105,9 @@ def sources(
             "pg", {"url": pg_schema.url, "schemas": [pg_schema.name]}, NO_SECRETS
         ),
         MysqlConnector.from_config("my", {"url": my_db.url}, NO_SECRETS),
-        FilesConnector.from_config("files", {"path": str(folder)}, NO_SECRETS),
+        FilesConnector.from_config(
+            "files", {"path": str(folder)}, NO_SECRETS, paths=TEMPORARY_FOLDERS
+        ),
         memory,
     ]
     return {connector.source: RecordingConnector(connector) for connector in connectors}

@@ -23,6 +23,7 @@ from dagwright.data.connectors import MemoryConnector, SqliteConnector
 from dagwright.data.engine import QueryEngine
 from dagwright.data.safety import MAX_SQL_BYTES, MAX_SQL_DEPTH, check_sql
 from dagwright.errors import SqlRefusedError
+from support.source_paths import TEMPORARY_FOLDERS
 
 HOSTILE = [
     # More than one statement, however hidden.
@@ -206,7 +207,7 @@ def sandbox(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Sandbox]:
     catalog = Catalog(
         {
             "mem": MemoryConnector("mem", {"t": {"id": [1, 2, 3], "name": ["a", "b", "c"]}}),
-            "lite": SqliteConnector("lite", database),
+            "lite": SqliteConnector("lite", database, TEMPORARY_FOLDERS),
         }
     )
     engine = QueryEngine(catalog)

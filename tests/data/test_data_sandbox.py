@@ -10,6 +10,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
+from dagwright.data.isolation import SandboxSettings
 from dagwright.data.sandbox import SandboxLimits, SandboxResult, run_python
 from dagwright.errors import SandboxError
 
@@ -21,7 +22,8 @@ EMPLOYEES = pa.table(
 
 
 def run(code: str, limits: SandboxLimits | None = None) -> SandboxResult:
-    return run_python(code, {"employee": EMPLOYEES}, limits=limits or SandboxLimits())
+    limits = limits or SandboxLimits()
+    return run_python(code, {"employee": EMPLOYEES}, limits=limits, settings=SandboxSettings())
 
 
 def failure(code: str, limits: SandboxLimits | None = None) -> SandboxError:

@@ -11,6 +11,7 @@ import pytest_asyncio
 from cryptography.fernet import Fernet
 from sqlalchemy import Engine
 
+from dagwright.data.connectors.common import SourcePaths
 from dagwright.registry import SECRETS, TABLES, BlockServices, Registry
 from dagwright.runtime import Executor, ExecutorOptions
 from dagwright.services.apps import AppService
@@ -30,14 +31,10 @@ def engine(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Engine]:
 
 
 @pytest_asyncio.fixture
-async def evaluations(
-    engine: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> AsyncIterator[EvaluationService]:
+async def evaluations(engine: Engine, tmp_path: Path) -> AsyncIterator[EvaluationService]:
     # Sources may read only under <data dir>/sources: the datasets' tables go there.
-    monkeypatch.setenv("DAGWRIGHT_DATA_DIR", str(tmp_path))
-    monkeypatch.delenv("DAGWRIGHT_SOURCE_ROOTS", raising=False)
     secrets = DatabaseSecrets(engine, Fernet.generate_key())
-    data = DataSourceService(engine, secrets, data_dir=tmp_path)
+    data = DataSourceService(engine, secrets, paths=lambda: SourcePaths.for_data_dir(tmp_path))
     services = BlockServices({SECRETS: secrets, TABLES: data})
     apps = AppService(engine, Registry.default())
     runs = RunService(engine, Executor(ExecutorOptions(services=services)), "test-eval")

@@ -19,13 +19,14 @@ import psycopg
 import pytest
 
 from dagwright.data.catalog import Catalog
-from dagwright.data.connectors.common import SOURCE_ROOTS_ENV
+from dagwright.data.connectors.common import SourcePaths
 from dagwright.data.demo import generate_billing, load_billing
 from dagwright.data.engine import QueryEngine
+from dagwright.data.isolation import SandboxSettings
 from dagwright.methods.data_copilot.library import InterfaceLibrary
 from dagwright.methods.data_copilot.plan import PlanError, parse
 from dagwright.methods.data_copilot.tool_blocks import library_blocks
-from dagwright.registry import INTERFACES, MODELS, TABLES, BlockServices, Registry
+from dagwright.registry import INTERFACES, MODELS, SANDBOX, TABLES, BlockServices, Registry
 from dagwright.runtime import Executor, ExecutorOptions, RunResult, compile_flow, parse_flow
 from dagwright.runtime.events import IterationFinished, IterationStarted
 from dagwright.store.db import make_engine, migrate
@@ -46,26 +47,25 @@ def tables(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TableAccess]:
     folder = tmp_path_factory.mktemp("billing")
     mysql = {"host": "127.0.0.1", "port": 3306, "user": "root", "password": ""}
     load_billing(generate_billing(1920), POSTGRES_URL, NAME, mysql, NAME, folder)
-    with pytest.MonkeyPatch.context() as patch:
-        patch.setenv(SOURCE_ROOTS_ENV, str(tmp_path_factory.getbasetemp()))
-        catalog = Catalog.from_config(
-            {
-                "billing_pg": {"kind": "postgres", "url": POSTGRES_URL, "schemas": [NAME]},
-                "billing_my": {"kind": "mysql", "url": f"{MYSQL_URL.rsplit('/', 1)[0]}/{NAME}"},
-                "billing_files": {"kind": "files", "path": str(folder)},
-            }
-        )
-        access = TableAccess(lambda: QueryEngine(catalog))
-        try:
-            yield access
-        finally:
-            access.close()
-            with psycopg.connect(POSTGRES_URL, autocommit=True) as connection:
-                connection.execute(f'DROP SCHEMA "{NAME}" CASCADE')
-            import pymysql
+    catalog = Catalog.from_config(
+        {
+            "billing_pg": {"kind": "postgres", "url": POSTGRES_URL, "schemas": [NAME]},
+            "billing_my": {"kind": "mysql", "url": f"{MYSQL_URL.rsplit('/', 1)[0]}/{NAME}"},
+            "billing_files": {"kind": "files", "path": str(folder)},
+        },
+        paths=SourcePaths((folder.resolve(),)),
+    )
+    access = TableAccess(lambda: QueryEngine(catalog))
+    try:
+        yield access
+    finally:
+        access.close()
+        with psycopg.connect(POSTGRES_URL, autocommit=True) as connection:
+            connection.execute(f'DROP SCHEMA "{NAME}" CASCADE')
+        import pymysql
 
-            with pymysql.connect(**mysql, autocommit=True) as connection:
-                connection.cursor().execute(f"DROP DATABASE `{NAME}`")
+        with pymysql.connect(**mysql, autocommit=True) as connection:
+            connection.cursor().execute(f"DROP DATABASE `{NAME}`")
 
 
 @pytest.fixture(scope="module")
@@ -183,7 +183,14 @@ async def _run(
     )
     with scripted_server(script) as server:
         gateway = gateway_for(server)
-        given = BlockServices({MODELS: gateway, TABLES: services["t"], INTERFACES: services["l"]})
+        given = BlockServices(
+            {
+                MODELS: gateway,
+                TABLES: services["t"],
+                INTERFACES: services["l"],
+                SANDBOX: SandboxSettings(),
+            }
+        )
         try:
             result = await Executor(ExecutorOptions(services=given)).run(plan, inputs)
         finally:
@@ -392,9 +399,8 @@ async def test_designed_interfaces_are_tool_blocks_in_the_registry(
         ],
     }
     plan = compile_flow(parse_flow(flow), registry)
-    result = await Executor(ExecutorOptions(services=BlockServices({TABLES: tables}))).run(
-        plan, {"tenant": 1}
-    )
+    given = BlockServices({TABLES: tables, SANDBOX: SandboxSettings()})
+    result = await Executor(ExecutorOptions(services=given)).run(plan, {"tenant": 1})
     assert result.status == "succeeded", result.error
     expected = _pg_daily(1, "2024-01-10", "2024-01-10")
     assert result.outputs["rows"] == [
@@ -468,7 +474,9 @@ async def test_a_merge_that_fails_the_originals_tests_is_abandoned() -> None:
         scalars, _ = bind(interface, args)
         code = program(interface, scalars, ["costs"])
         try:
-            return await asyncio.to_thread(run_python, code, {"costs": costs})
+            return await asyncio.to_thread(
+                run_python, code, {"costs": costs}, settings=SandboxSettings()
+            )
         except Exception as exc:
             raise InterfaceError(str(exc)) from exc
 

@@ -13,11 +13,12 @@ from typing import Any
 
 import pytest
 
+from dagwright.data.connectors.common import SourcePaths
 from dagwright.evaluation.metrics.base import Item
 from dagwright.evaluation.metrics.sql_exec import SpiderExecution
 from dagwright.evaluation.sql_databases import DatabaseRoot
 from dagwright.methods.mac_sql.agents import NO_SQL, Execution, needs_repair
-from dagwright.registry import MODELS, BlockServices, Registry
+from dagwright.registry import MODELS, SOURCE_PATHS, BlockServices, Registry
 from dagwright.runtime import Executor, ExecutorOptions, RunResult, compile_flow, parse_flow
 from dagwright.runtime.events import NodeFinished
 from support.models import gateway_for, scripted_server
@@ -171,7 +172,7 @@ def _script(case: dict[str, Any]) -> dict[str, Any]:
     return {"rules": rules}
 
 
-async def _run(registry: Registry, case: dict[str, Any]) -> RunResult:
+async def _run(registry: Registry, case: dict[str, Any], paths: SourcePaths) -> RunResult:
     flow = json.loads((FLOWS / "spider.json").read_text("utf-8"))
     schema = next(n for n in flow["nodes"] if n["id"] == "schema")
     schema["config"]["databases"] = str(SPIDER)
@@ -179,7 +180,8 @@ async def _run(registry: Registry, case: dict[str, Any]) -> RunResult:
     with scripted_server(_script(case)) as server:
         gateway = gateway_for(server)
         try:
-            executor = Executor(ExecutorOptions(services=BlockServices({MODELS: gateway})))
+            given = BlockServices({MODELS: gateway, SOURCE_PATHS: paths})
+            executor = Executor(ExecutorOptions(services=given))
             result = await executor.run(
                 plan, {"question": case["question"], "database": case["db"]}
             )
@@ -188,10 +190,10 @@ async def _run(registry: Registry, case: dict[str, Any]) -> RunResult:
         return result
 
 
-@pytest.fixture(autouse=True)
-def _data_dir(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.fixture
+def source_paths(tmp_path_factory: pytest.TempPathFactory) -> SourcePaths:
     # Databases built from the pack's DDL + CSV are cached under the data directory.
-    monkeypatch.setenv("DAGWRIGHT_DATA_DIR", str(tmp_path_factory.getbasetemp() / "macsql"))
+    return SourcePaths.for_data_dir(tmp_path_factory.getbasetemp() / "macsql")
 
 
 def _last_sql(reply: str) -> str:
@@ -209,9 +211,9 @@ def _rounds(result: RunResult) -> list[dict[str, Any]]:
 
 @pytest.mark.parametrize("case", CASES, ids=[c["name"] for c in CASES])
 async def test_the_flow_does_what_the_official_agents_do(
-    registry: Registry, case: dict[str, Any], tmp_path: Path
+    registry: Registry, case: dict[str, Any], tmp_path: Path, source_paths: SourcePaths
 ) -> None:
-    result = await _run(registry, case)
+    result = await _run(registry, case, source_paths)
     assert result.status == "succeeded", result.error
     expect = case["expect"]
     outputs = result.outputs

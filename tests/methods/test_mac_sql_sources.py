@@ -14,9 +14,10 @@ import pytest
 
 from dagwright.data.catalog import Catalog
 from dagwright.data.connectors import MysqlConnector, PostgresConnector
+from dagwright.data.connectors.common import NO_LOCAL_PATHS
 from dagwright.data.engine import QueryEngine
 from dagwright.data.limits import QueryLimits
-from dagwright.registry import MODELS, TABLES, BlockServices, Registry
+from dagwright.registry import MODELS, SOURCE_PATHS, TABLES, BlockServices, Registry
 from dagwright.runtime import Executor, ExecutorOptions, NodeFinished, compile_flow, parse_flow
 from dagwright.secrets import MappingSecrets
 from dagwright.tabular import TableAccess
@@ -93,7 +94,13 @@ async def test_mac_sql_on_postgres_and_mariadb_tables(
         plan = compile_flow(parse_flow(json.loads(FLOW.read_text("utf-8"))), registry)
         with scripted_server(script) as server:
             gateway = gateway_for(server)
-            services = BlockServices({MODELS: gateway, TABLES: TableAccess(lambda: engine)})
+            services = BlockServices(
+                {
+                    MODELS: gateway,
+                    TABLES: TableAccess(lambda: engine),
+                    SOURCE_PATHS: NO_LOCAL_PATHS,
+                }
+            )
             try:
                 executor = Executor(ExecutorOptions(services=services))
                 result = await executor.run(plan, {"question": QUESTION, "database": source})

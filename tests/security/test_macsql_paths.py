@@ -10,8 +10,11 @@ from pathlib import Path
 import pytest
 
 from dagwright.blocks.mac_sql import SchemaConfig, _sqlite_target
+from dagwright.composition import Composition
 from dagwright.data.connectors.common import SourcePathError
 from dagwright.methods.mac_sql.agents import execute_sqlite
+from dagwright.registry import NodeContext
+from dagwright.settings import load_settings
 
 
 def _database(path: Path) -> Path:
@@ -30,12 +33,15 @@ def test_the_data_directorys_database_is_refused(
     data_dir.mkdir()
     monkeypatch.setenv("DAGWRIGHT_DATA_DIR", str(data_dir))
     monkeypatch.delenv("DAGWRIGHT_SOURCE_ROOTS", raising=False)
+    # The rule a process gets from its settings, as a block is given it.
+    services = Composition(load_settings()).block_services()
+    ctx = NodeContext("run", "node", lambda *_: None, lambda *_: None, services)
     internal = _database(data_dir / "dagwright.db")
     with pytest.raises(SourcePathError, match="outside the folders sources may read"):
-        _sqlite_target(SchemaConfig(), str(internal))
+        _sqlite_target(SchemaConfig(), ctx, str(internal))
     (data_dir / "sources").mkdir()
     allowed = _database(data_dir / "sources" / "shop.sqlite")
-    assert _sqlite_target(SchemaConfig(), str(allowed)) == (allowed.resolve(), None)
+    assert _sqlite_target(SchemaConfig(), ctx, str(allowed)) == (allowed.resolve(), None)
 
 
 def test_model_written_sql_cannot_attach_another_file(tmp_path: Path) -> None:

@@ -30,6 +30,7 @@ import pyarrow as pa
 import pytest
 
 import dagwright.data.sandbox as sandbox
+from dagwright.composition import Composition
 from dagwright.data.isolation import (
     ENV_ALLOW_UNISOLATED,
     ENV_BWRAP,
@@ -40,6 +41,7 @@ from dagwright.data.isolation import (
 from dagwright.data.sandbox import SandboxLimits, SandboxResult, run_python
 from dagwright.errors import SandboxError
 from dagwright.services.secret_store import KEY_FILE
+from dagwright.settings import load_settings
 from support.probe import health_probe
 from support.server import Api, ServerProcess, edge, flow, node
 
@@ -125,13 +127,22 @@ def pid_namespace():
 '''
 
 
+# The operator's default: bubblewrap on PATH, no opt-in to run without it.
+ISOLATED = SandboxSettings()
+
+
+def served() -> SandboxSettings:
+    """The sandbox settings a process gets from its environment, through its settings."""
+    return Composition(load_settings()).sandbox()
+
+
 def hostile(body: str) -> str:
     return PRELUDE + body
 
 
 def outcomes(code: str, limits: SandboxLimits | None = None) -> dict[str, Any]:
     """What the hostile code set as `result`: each attempt's outcome, and facts it found."""
-    outcome = run_python(hostile(code), TABLES, limits=limits or SandboxLimits())
+    outcome = run_python(hostile(code), TABLES, limits=limits or SandboxLimits(), settings=ISOLATED)
     assert isinstance(outcome.result, dict), outcome
     return dict(outcome.result)
 
@@ -199,10 +210,10 @@ def abstract_socket() -> Iterator[bytes]:
 def test_bubblewrap_is_in_force() -> None:
     """This host has bubblewrap (the Makefile installs it): without it every case below
     would be refused for that reason alone, which proves nothing."""
-    found = probe(SandboxSettings.from_env())
+    found = probe(served())
     assert found.available, found.problem
-    assert probe(SandboxSettings.from_env()) is found  # probed once per process
-    isolation = run_python("result = 1", TABLES).isolation
+    assert probe(served()) is found  # probed once per process
+    isolation = run_python("result = 1", TABLES, settings=ISOLATED).isolation
     for layer in (
         "bubblewrap",
         "user_namespace",
@@ -582,7 +593,7 @@ def processes_allowed(monkeypatch: pytest.MonkeyPatch) -> None:
 
 @pytest.mark.usefixtures("processes_allowed")
 def test_pid_namespace_ends_a_daemon_when_the_call_returns() -> None:
-    outcome = run_python(hostile(DAEMON), TABLES)
+    outcome = run_python(hostile(DAEMON), TABLES, settings=ISOLATED)
     assert "seccomp" not in outcome.isolation
     found = outcome.result
     assert isinstance(found, dict)
@@ -597,7 +608,7 @@ def test_pid_namespace_ends_a_daemon_when_the_call_returns() -> None:
 def test_pid_namespace_ends_a_daemon_when_the_wall_clock_kills() -> None:
     code = DAEMON + "\nwhile True:\n    time.sleep(1)\n"
     with pytest.raises(SandboxError) as caught:
-        run_python(hostile(code), TABLES, limits=SandboxLimits(wall_s=10))
+        run_python(hostile(code), TABLES, limits=SandboxLimits(wall_s=10), settings=ISOLATED)
     assert caught.value.code == "python_timeout"
     assert "wall-clock" in caught.value.message
     assert caught.value.stdout.startswith("namespace "), "killed before the code started"
@@ -641,6 +652,7 @@ def test_memory_bomb_is_stopped() -> None:
             "chunks = []\nwhile True: chunks.append(bytearray(10**8))",
             TABLES,
             limits=SandboxLimits(memory_mb=256),
+            settings=ISOLATED,
         )
     assert caught.value.code == "python_memory"
     assert "256 MB" in caught.value.message
@@ -649,7 +661,7 @@ def test_memory_bomb_is_stopped() -> None:
 def test_cpu_loop_is_stopped() -> None:
     started = time.monotonic()
     with pytest.raises(SandboxError) as caught:
-        run_python("while True: pass", TABLES, limits=SandboxLimits(cpu_s=1))
+        run_python("while True: pass", TABLES, limits=SandboxLimits(cpu_s=1), settings=ISOLATED)
     assert caught.value.code == "python_timeout"
     assert "CPU time limit of 1 s" in caught.value.message
     assert time.monotonic() - started < 30
@@ -667,12 +679,12 @@ def test_without_bubblewrap_nothing_runs(tmp_path: Path, monkeypatch: pytest.Mon
     assert "not an executable file" in error.message
     assert "apt-get install bubblewrap" in error.message
     assert f"{ENV_ALLOW_UNISOLATED}=1" in error.message
-    # The same through the environment, as the server reads it.
+    # The same through the environment, as the server reads it (its settings).
     monkeypatch.setenv(ENV_BWRAP, str(tmp_path / "no-bwrap"))
     with pytest.raises(SandboxError, match="bubblewrap") as caught:
-        run_python("result = 1", TABLES)
+        run_python("result = 1", TABLES, settings=served())
     assert caught.value.code == "sandbox_unavailable"
-    assert describe().startswith("python sandbox: UNAVAILABLE")
+    assert describe(served()).startswith("python sandbox: UNAVAILABLE")
 
 
 def test_without_namespaces_nothing_runs(tmp_path: Path) -> None:
@@ -695,14 +707,15 @@ def test_operator_may_opt_in_to_run_unisolated(
 ) -> None:
     monkeypatch.setenv(ENV_BWRAP, str(tmp_path / "no-bwrap"))
     monkeypatch.setenv(ENV_ALLOW_UNISOLATED, "1")
-    outcome: SandboxResult = run_python(hostile(PROCESSES), TABLES)
+    opted_in = served()
+    outcome: SandboxResult = run_python(hostile(PROCESSES), TABLES, settings=opted_in)
     assert "bubblewrap" not in outcome.isolation
     assert outcome.isolation[0] == "rlimits"
     assert "seccomp" in outcome.isolation  # the child's own layers still hold
     assert isinstance(outcome.result, dict)
     assert_refused(outcome.result, PROCESS_REASONS)
-    assert describe().startswith("python sandbox: UNISOLATED")
-    privileges = run_python(hostile(PRIVILEGES), TABLES).result
+    assert describe(opted_in).startswith("python sandbox: UNISOLATED")
+    privileges = run_python(hostile(PRIVILEGES), TABLES, settings=opted_in).result
     assert isinstance(privileges, dict)
     assert privileges["capabilities"] == NO_CAPABILITIES  # a root server's child is not root
 

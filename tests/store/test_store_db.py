@@ -7,21 +7,20 @@ from pathlib import Path
 import pytest
 from sqlalchemy import text
 
-from dagwright.store.db import data_directory, database_url, make_engine, migrate, session
+from dagwright.composition import Composition
+from dagwright.settings import load_settings
+from dagwright.store.db import database_url, make_engine, migrate, session
 from dagwright.store.models import App
 from support.database import DATABASES, fresh_engine
 
 
-def test_database_url_defaults_to_sqlite_in_the_data_dir(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    monkeypatch.delenv("DAGWRIGHT_DATABASE_URL", raising=False)
+def test_database_url_defaults_to_sqlite_in_the_data_dir(tmp_path: Path) -> None:
     assert database_url(tmp_path) == f"sqlite:///{tmp_path.resolve()}/dagwright.db"
 
 
-def test_database_url_from_the_environment(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv("DAGWRIGHT_DATABASE_URL", "postgresql+psycopg://u@db:5432/dw")
-    assert database_url(tmp_path) == "postgresql+psycopg://u@db:5432/dw"
+def test_a_configured_database_url_wins(tmp_path: Path) -> None:
+    configured = "postgresql+psycopg://u@db:5432/dw"
+    assert database_url(tmp_path, configured) == "postgresql+psycopg://u@db:5432/dw"
 
 
 def test_data_directory_from_the_environment_is_created(
@@ -29,7 +28,7 @@ def test_data_directory_from_the_environment_is_created(
 ) -> None:
     target = tmp_path / "deep" / "data"
     monkeypatch.setenv("DAGWRIGHT_DATA_DIR", str(target))
-    assert data_directory() == target
+    assert Composition(load_settings()).data_dir() == target
     assert target.is_dir()
 
 
@@ -38,7 +37,7 @@ def test_data_directory_defaults_to_data_under_the_working_directory(
 ) -> None:
     monkeypatch.delenv("DAGWRIGHT_DATA_DIR", raising=False)
     monkeypatch.chdir(tmp_path)
-    assert data_directory() == Path("data")
+    assert Composition(load_settings()).data_dir() == Path("data")
     assert (tmp_path / "data").is_dir()
 
 

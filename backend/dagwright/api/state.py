@@ -15,6 +15,7 @@ from dagwright.composition import Composition
 from dagwright.data.isolation import log_isolation
 from dagwright.embedding.service import ExampleStore
 from dagwright.llm.gateway import LLMGateway
+from dagwright.mcp.client import StdioAllowList
 from dagwright.methods.data_copilot.tool_blocks import library_blocks
 from dagwright.registry import HUMAN, Registry
 from dagwright.services.apps import AppService
@@ -44,6 +45,7 @@ class Services:
     examples: ExampleStore
     data: DataSourceService
     tqa: TqaService
+    mcp_stdio: StdioAllowList
     queue: RunQueue | None = None  # queue mode (services/queue): async runs go to workers
 
 
@@ -57,10 +59,11 @@ async def services(request: Request) -> Services:
 async def serving(app: FastAPI, settings: ServerSettings) -> AsyncIterator[None]:
     """FastAPI lifespan: open the database (migrating it), the model gateway and the run
     writer; mark runs a crash left running as interrupted; undo it all at shut-down."""
-    log_isolation()  # which isolation python_on_tables gets (docs/security/sandbox.md)
     process = Composition(
         settings.composed(), replica=settings.replica, invoke_depth=settings.invoke_depth
     )
+    # Which isolation python_on_tables gets (docs/security/sandbox.md).
+    log_isolation(process.sandbox())
     async with AsyncExitStack() as stack:
         stack.push_async_callback(process.aclose)  # last (callbacks run LIFO)
         engine = process.database()
@@ -95,6 +98,7 @@ async def serving(app: FastAPI, settings: ServerSettings) -> AsyncIterator[None]
             examples=process.examples(),
             data=process.data_sources(),
             tqa=tqa,
+            mcp_stdio=process.mcp_stdio(),
             queue=queue,
         )
         yield

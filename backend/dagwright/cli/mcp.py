@@ -13,7 +13,7 @@ from dagwright.cli.inputs import fail
 from dagwright.errors import DagwrightError
 
 if TYPE_CHECKING:
-    from dagwright.mcp.client import McpTarget
+    from dagwright.mcp.client import McpTarget, StdioAllowList
 
 mcp_app = typer.Typer(help="MCP: call the tools of MCP servers.", no_args_is_help=True)
 
@@ -43,13 +43,20 @@ def _target(url: str | None, command: str | None, token_env: str | None) -> McpT
     return McpTarget(url, tuple(shlex.split(command)) if command else (), token)
 
 
+def _stdio_allowed() -> StdioAllowList:
+    from dagwright.mcp.client import StdioAllowList
+    from dagwright.settings import load_settings
+
+    return StdioAllowList(load_settings().stdio_commands)
+
+
 @mcp_app.command("tools")
 def tools(url: Url = None, command: Command = None, token_env: Token = None) -> None:
     """List the server's tools with their input schemas (JSON)."""
     from dagwright.mcp.client import list_tools
 
     try:
-        found = asyncio.run(list_tools(_target(url, command, token_env)))
+        found = asyncio.run(list_tools(_target(url, command, token_env), _stdio_allowed()))
     except DagwrightError as exc:
         raise fail(f"{exc.code}: {exc.message}") from None
     typer.echo(json.dumps(found, indent=2))
@@ -75,7 +82,9 @@ def call(
     if not isinstance(parsed, dict):
         raise fail("--arguments must be a JSON object")
     try:
-        result = asyncio.run(call_tool(_target(url, command, token_env), tool, parsed))
+        result = asyncio.run(
+            call_tool(_target(url, command, token_env), tool, parsed, _stdio_allowed())
+        )
     except DagwrightError as exc:
         raise fail(f"{exc.code}: {exc.message}", 1) from None
     typer.echo(json.dumps(result))

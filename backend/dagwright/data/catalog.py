@@ -93,7 +93,7 @@ class Catalog:
         """A catalog from ``{name: {"kind": ..., **connector settings}}`` (a TOML table of
         tables, or the API's JSON). Secrets named by the settings (``password_secret``...)
         are read from ``secrets``, by default the environment; file and SQLite paths are
-        checked against ``paths`` (by default the environment's rule). An unknown kind or
+        checked against ``paths`` (without one, none is allowed). An unknown kind or
         invalid settings raise ``DataError(code="source_config")`` naming the source, a
         forbidden path ``SourcePathError`` (``source_path_forbidden``); with
         ``defer_path_refusals`` such a source is registered as one that raises that error
@@ -330,7 +330,7 @@ def create_connector(
 ) -> Connector:
     """A connector from one source's settings (``kind`` plus the kind's own settings).
     Kinds that read local files (``reads_local_paths``) get ``paths``, the rule their paths
-    are checked against (None: the environment's); a forbidden path is SourcePathError."""
+    are checked against (None: no path is allowed); a forbidden path is SourcePathError."""
     check_source_name(name)
     kinds = connector_kinds()
     kind = settings.get("kind")

@@ -11,6 +11,8 @@ When bwrap is missing or cannot create its namespaces (checked once per process,
 cached), the sandbox refuses to run code with `SandboxError("sandbox_unavailable")`, unless the
 operator opts in to the weaker, unisolated child with DAGWRIGHT_SANDBOX_ALLOW_UNISOLATED=1.
 DAGWRIGHT_SANDBOX_BWRAP names the bwrap binary (default: `bwrap` on PATH, else /usr/bin/bwrap).
+Both are settings (dagwright/settings.py): the composition root gives them to what runs code
+as a `SandboxSettings`.
 The whole design is described in docs/security/sandbox.md.
 """
 
@@ -57,7 +59,6 @@ BWRAP_LAYERS = (
 
 # Top-level links or folders the dynamic loader may need (merged /usr makes them links).
 _ROOT_ENTRIES = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
-_TRUE = {"1", "true", "yes", "on"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -66,13 +67,6 @@ class SandboxSettings:
 
     bwrap: str = ""  # empty: `bwrap` on PATH, else /usr/bin/bwrap
     allow_unisolated: bool = False
-
-    @classmethod
-    def from_env(cls) -> SandboxSettings:
-        return cls(
-            bwrap=os.environ.get(ENV_BWRAP, "").strip(),
-            allow_unisolated=os.environ.get(ENV_ALLOW_UNISOLATED, "").strip().lower() in _TRUE,
-        )
 
     def bwrap_path(self) -> str:
         if self.bwrap:
@@ -136,9 +130,8 @@ def unavailable_error(found: Probe) -> SandboxError:
     )
 
 
-def describe(settings: SandboxSettings | None = None) -> str:
+def describe(settings: SandboxSettings) -> str:
     """One line naming the isolation python_on_tables gets in this process."""
-    settings = settings or SandboxSettings.from_env()
     found = probe(settings)
     if found.available:
         owner = os.geteuid()
@@ -167,9 +160,9 @@ def describe(settings: SandboxSettings | None = None) -> str:
     )
 
 
-def log_isolation() -> None:
+def log_isolation(settings: SandboxSettings) -> None:
     """The start-up line (a warning so that it shows at the server's default log level)."""
-    log.warning("%s", describe())
+    log.warning("%s", describe(settings))
 
 
 # -- the bubblewrap command ---------------------------------------------------------------

@@ -111,7 +111,7 @@ def run_python(
     tables: Mapping[str, pa.Table],
     *,
     limits: SandboxLimits = SandboxLimits(),
-    settings: SandboxSettings | None = None,
+    settings: SandboxSettings,
 ) -> SandboxResult:
     """Runs `code` with each table as a DataFrame named by its key (keys that are not Python
     identifiers, or that would hide `pd`, `np` or `tables`, only through the dict `tables`).
@@ -121,7 +121,6 @@ def run_python(
     `python_memory`, or `sandbox_unavailable` (no bubblewrap, and no opt-in to run without).
     Blocks the calling thread until the child and every process it made have ended.
     """
-    settings = settings or SandboxSettings.from_env()
     found = probe(settings)
     if not found.available and not settings.allow_unisolated:
         raise unavailable_error(found)

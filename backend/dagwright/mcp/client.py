@@ -1,13 +1,12 @@
 """Calling the tools of other MCP servers with the official SDK: over streamable HTTP, or
-over stdio when the operator allows the command (DAGWRIGHT_MCP_STDIO_COMMANDS), since a
-stdio server is a program started on this machine."""
+over stdio when the operator allows the command (`StdioAllowList`, from the setting
+DAGWRIGHT_MCP_STDIO_COMMANDS), since a stdio server is a program started on this machine."""
 
 from __future__ import annotations
 
 import asyncio
-import os
 import shlex
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
@@ -32,10 +31,20 @@ class McpToolError(McpError):
     code = "mcp_tool_error"
 
 
-def allowed_commands(env: Mapping[str, str] = os.environ) -> frozenset[str]:
-    """The executables stdio MCP servers may be started with: DAGWRIGHT_MCP_STDIO_COMMANDS,
-    separated by commas (none by default)."""
-    return frozenset(c.strip() for c in env.get(STDIO_ALLOW_ENV, "").split(",") if c.strip())
+@dataclass(frozen=True, slots=True)
+class StdioAllowList:
+    """The executables stdio MCP servers may be started with (none by default): the
+    operator's setting, given by the composition root."""
+
+    commands: frozenset[str] = frozenset()
+
+    def check(self, target: McpTarget) -> None:
+        if target.command and target.command[0] not in self.commands:
+            raise ForbiddenError(
+                f"starting the stdio MCP server {target.command[0]!r} is not allowed on this "
+                f"server: an operator lists allowed commands in {STDIO_ALLOW_ENV}",
+                "mcp_stdio_not_allowed",
+            )
 
 
 @dataclass(frozen=True, slots=True)
@@ -55,18 +64,10 @@ class McpTarget:
     def where(self) -> str:
         return self.url or shlex.join(self.command)
 
-    def check_allowed(self, env: Mapping[str, str] = os.environ) -> None:
-        if self.command and self.command[0] not in allowed_commands(env):
-            raise ForbiddenError(
-                f"starting the stdio MCP server {self.command[0]!r} is not allowed on this "
-                f"server: an operator lists allowed commands in {STDIO_ALLOW_ENV}",
-                "mcp_stdio_not_allowed",
-            )
-
 
 @asynccontextmanager
-async def connect(target: McpTarget) -> AsyncIterator[Client]:
-    target.check_allowed()
+async def connect(target: McpTarget, allowed: StdioAllowList) -> AsyncIterator[Client]:
+    allowed.check(target)
     import httpx2
     from mcp.client.stdio import StdioServerParameters
     from mcp.client.streamable_http import streamable_http_client
@@ -93,10 +94,12 @@ def _failure(target: McpTarget, exc: BaseException, seconds: float) -> McpError:
     return McpError(f"MCP server {target.where}: {type(exc).__name__}: {exc}")
 
 
-async def list_tools(target: McpTarget, seconds: float = 30.0) -> list[dict[str, Any]]:
+async def list_tools(
+    target: McpTarget, allowed: StdioAllowList, seconds: float = 30.0
+) -> list[dict[str, Any]]:
     """Each tool's name, title, description and input schema, within `seconds`."""
     try:
-        async with asyncio.timeout(seconds), connect(target) as client:
+        async with asyncio.timeout(seconds), connect(target, allowed) as client:
             listed = await client.list_tools()
     except DagwrightError:
         raise
@@ -114,12 +117,16 @@ async def list_tools(target: McpTarget, seconds: float = 30.0) -> list[dict[str,
 
 
 async def call_tool(
-    target: McpTarget, tool: str, arguments: dict[str, Any], seconds: float = 60.0
+    target: McpTarget,
+    tool: str,
+    arguments: dict[str, Any],
+    allowed: StdioAllowList,
+    seconds: float = 60.0,
 ) -> Any:
     """The tool's structured result when it gives one, else its text, within `seconds`.
     Raises McpToolError with the tool's message when it reports a failure."""
     try:
-        async with asyncio.timeout(seconds), connect(target) as client:
+        async with asyncio.timeout(seconds), connect(target, allowed) as client:
             result = await client.call_tool(tool, arguments)
     except DagwrightError:
         raise

@@ -24,10 +24,13 @@ from typing import TYPE_CHECKING, Any, Final, Generic, Protocol, TypeVar, runtim
 from dagwright.errors import DagwrightError
 
 if TYPE_CHECKING:
+    from dagwright.data.connectors.common import SourcePaths
     from dagwright.data.engine import QueryEngine
+    from dagwright.data.isolation import SandboxSettings
     from dagwright.embedding.embedder import Embedder
     from dagwright.embedding.service import Hit
     from dagwright.llm.gateway import CallResult, ChatRequest, DeltaFn
+    from dagwright.mcp.client import StdioAllowList
     from dagwright.methods.data_copilot.library import InterfaceLibrary
     from dagwright.services.human import HumanInbox
 
@@ -157,11 +160,21 @@ TABLES: Final = Service[Tables]("tables", "the data sources' query engine")
 APPS: Final = Service[AppInvocation]("apps", "calls to other apps (a dagwright server)")
 SECRETS: Final = Service[Secrets]("secrets", "secrets")
 AUTOTQA: Final = Service[AutoTqa]("autotqa", "the AutoTQA agents")
-# Two services of one feature each, typed by their class.
+# Services of one feature each, typed by their class.
 INTERFACES: Final[Service[InterfaceLibrary]] = Service(
     "interfaces", "Data-Copilot's interface libraries (the database)"
 )
 HUMAN: Final[Service[HumanInbox]] = Service("human", "requests to people (a dagwright server)")
+# The operator's settings for what runs on this host, typed by their value classes.
+SANDBOX: Final[Service[SandboxSettings]] = Service(
+    "sandbox", "the Python sandbox's isolation settings"
+)
+MCP_STDIO: Final[Service[StdioAllowList]] = Service(
+    "mcp_stdio", "the commands stdio MCP servers may be started with"
+)
+SOURCE_PATHS: Final[Service[SourcePaths]] = Service(
+    "source_paths", "the local folders file and SQLite data may be read from"
+)
 
 
 # -- what a run is given ---------------------------------------------------------------------

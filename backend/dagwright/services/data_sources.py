@@ -18,7 +18,7 @@ from __future__ import annotations
 import os
 import re
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
@@ -144,22 +144,20 @@ def fixed_sources(
 def engine_over(
     entries: Mapping[str, SourceEntry],
     secrets: Secrets,
-    limits: QueryLimits | None = None,
-    paths: SourcePaths | None = None,
+    limits: QueryLimits | None,
+    paths: SourcePaths,
 ) -> QueryEngine:
     """A query engine over these sources. File and SQLite paths are checked against
-    ``paths`` (default: the environment's rule), to which the demo sources' folders are added
+    ``paths``, to which the demo sources' folders are added
     (dagwright builds them itself). A source with a forbidden path stays in the catalog as
     one that answers `source_path_forbidden`: the others go on working."""
     from dagwright.data.catalog import Catalog
-    from dagwright.data.connectors.common import SourcePaths
     from dagwright.data.engine import QueryEngine
 
-    rule = SourcePaths.from_environment() if paths is None else paths
     demo = [Path(e.config["path"]).parent for e in entries.values() if e.origin == "demo"]
     config = {name: {**e.config, "kind": e.kind} for name, e in entries.items()}
     catalog = Catalog.from_config(
-        config, secrets, paths=rule.with_roots(demo), defer_path_refusals=True
+        config, secrets, paths=paths.with_roots(demo), defer_path_refusals=True
     )
     from dagwright.data.limits import QueryLimits
 
@@ -172,13 +170,16 @@ def demo_folder(settings: Settings) -> Path | None:
 
 
 def settings_table_access(
-    secrets: Secrets, settings: Settings, embedders: EmbedderFactory | None = None
+    secrets: Secrets,
+    settings: Settings,
+    paths: Callable[[], SourcePaths],
+    embedders: EmbedderFactory | None = None,
 ) -> TableAccess:
     """Table access for a process without the database (the command line): the settings
-    file's sources and the demo's."""
+    file's sources and the demo's, their local paths checked against ``paths()``."""
     fixed = fixed_sources(settings.sources, demo_folder(settings))
     limits = query_limits(settings)
-    return TableAccess(lambda: engine_over(fixed, secrets, limits), embedders)
+    return TableAccess(lambda: engine_over(fixed, secrets, limits, paths()), embedders)
 
 
 class DataSourceService(TableAccess):
@@ -193,32 +194,27 @@ class DataSourceService(TableAccess):
         file_sources: Mapping[str, Mapping[str, Any]] | None = None,
         demo_folder: Path | None = None,
         limits: QueryLimits | None = None,
-        data_dir: Path | None = None,
+        paths: Callable[[], SourcePaths],
         embedders: EmbedderFactory | None = None,
     ) -> None:
-        """``data_dir``: the data directory, whose own files no source may read and whose
-        `sources/` folder is a source root (default: the demo folder's parent, which is
-        <data dir>/demo for every caller, else ./data). ``embedders``: what
+        """``paths``: the rule local file and SQLite sources are read under (the process's
+        source roots, never the data directory's own files). ``embedders``: what
         `embedder(spec)` answers with (schema_lookup's ranking by meaning)."""
         self._db = engine
         self._secrets = secrets
         self._file_sources = {name: dict(s) for name, s in (file_sources or {}).items()}
         self._demo_folder = demo_folder
         self._limits = limits
-        if data_dir is None and demo_folder is not None:
-            data_dir = demo_folder.parent
-        self._data_dir = data_dir
+        self._given_paths = paths
         self._paths: SourcePaths | None = None
         super().__init__(self._build_engine, embedders)
 
     def source_paths(self) -> SourcePaths:
-        """The rule file and SQLite sources are checked against (made on first use: it is
-        part of the data layer, which a server start does not import)."""
+        """The rule file and SQLite sources are checked against, with the demo's folder
+        (asked for on first use: it is part of the data layer, which a server start does not
+        import)."""
         if self._paths is None:
-            from dagwright.data.connectors.common import SourcePaths
-
-            folder = self._data_dir or Path("data")
-            paths = SourcePaths.for_data_dir(folder)
+            paths = self._given_paths()
             if self._demo_folder is not None:
                 paths = paths.with_roots([self._demo_folder])
             self._paths = paths

@@ -1,16 +1,16 @@
 """The database: where it is, the engine, migrations and sessions.
 
-SQLite (one file under the data directory) is the default; set DAGWRIGHT_DATABASE_URL to a
-PostgreSQL URL (`postgresql+psycopg://...`) to share one database between server replicas.
+SQLite (one file under the data directory) is the default; the setting DAGWRIGHT_DATABASE_URL
+names a PostgreSQL URL (`postgresql+psycopg://...`) to share one database between server
+replicas. Nothing here reads the environment: the composition root gives the URL.
 The schema is made by the Alembic migrations in store/migrations, applied by `migrate` at
 start-up. A new migration (after changing store/models.py) is generated with
-`alembic.command.revision(alembic_config(), message=..., autogenerate=True)` against a
-database at head.
+`alembic.command.revision(alembic_config(url=...), message=..., autogenerate=True)` against
+a database at head.
 """
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -26,9 +26,6 @@ from sqlmodel import Session
 if TYPE_CHECKING:
     from alembic.config import Config
 
-DATABASE_URL_ENV = "DAGWRIGHT_DATABASE_URL"
-DATA_DIR_ENV = "DAGWRIGHT_DATA_DIR"
-DEFAULT_DATA_DIR = "data"
 SQLITE_FILE = "dagwright.db"
 MIGRATIONS = Path(__file__).resolve().parent / "migrations"
 
@@ -39,22 +36,12 @@ SQLITE_BUSY_MS = 5000
 SQLITE_MIGRATION_BUSY_MS = 120_000
 
 
-def data_directory(create: bool = True) -> Path:
-    """The data directory (DAGWRIGHT_DATA_DIR, else ./data), created if missing (unless the
-    caller only needs to know where it would be)."""
-    path = Path(os.environ.get(DATA_DIR_ENV) or DEFAULT_DATA_DIR)
-    if create:
-        path.mkdir(parents=True, exist_ok=True)
-    return path
-
-
-def database_url(data_dir: Path | None = None) -> str:
-    """DAGWRIGHT_DATABASE_URL when set, else the SQLite file in the data directory."""
-    configured = os.environ.get(DATABASE_URL_ENV)
+def database_url(data_dir: Path, configured: str | None = None) -> str:
+    """The configured URL (the setting DAGWRIGHT_DATABASE_URL) when there is one, else the
+    SQLite file in the data directory."""
     if configured:
         return configured
-    folder = data_dir if data_dir is not None else data_directory()
-    return f"sqlite:///{(folder / SQLITE_FILE).resolve()}"
+    return f"sqlite:///{(data_dir / SQLITE_FILE).resolve()}"
 
 
 def _sqlite_pragmas(dbapi_connection: Any, _record: Any) -> None:
@@ -128,13 +115,15 @@ def _at_head(engine: Engine) -> bool:
         return False
 
 
-def alembic_config(connection: Connection | None = None) -> Config:
+def alembic_config(connection: Connection | None = None, *, url: str | None = None) -> Config:
     """Alembic's configuration, built in code (no alembic.ini). With a connection, env.py
-    migrates through it; without one, env.py opens `database_url()`."""
+    migrates through it; else it opens `url` (a migration needs one or the other)."""
     from alembic.config import Config
 
     config = Config()
     config.set_main_option("script_location", str(MIGRATIONS))
+    if url is not None:
+        config.set_main_option("sqlalchemy.url", url)
     if connection is not None:
         config.attributes["connection"] = connection
     return config

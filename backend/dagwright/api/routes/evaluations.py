@@ -80,10 +80,8 @@ async def list_datasets(s: Deps) -> list[dict[str, Any]]:
 @admin.post("/datasets", status_code=201)
 async def import_dataset(body: DatasetImportIn, s: Deps) -> dict[str, Any]:
     """Import a file on the server; its tables become data sources the flows can query."""
-    from dagwright.data.connectors.common import SourcePaths
-
     # The same rule as a file source: only files under the source roots may be read.
-    path = SourcePaths.for_data_dir(s.settings.data_dir).check(body.path, "dataset import")
+    path = s.data.source_paths().check(body.path, "dataset import")
     summary = await asyncio.to_thread(
         _evaluations(s).datasets.import_file,
         body.name,

@@ -77,7 +77,7 @@ async def mcp_server_tools(body: McpServerIn, s: Deps) -> dict[str, Any]:
 
     token = s.secrets.get(body.token_secret) if body.token_secret else None
     target = McpTarget(body.url, tuple(body.command), token)
-    return {"tools": await list_tools(target)}
+    return {"tools": await list_tools(target, s.mcp_stdio)}
 
 
 @router.api_route("/apps/{app}/mcp", methods=["GET", "DELETE"], include_in_schema=False)

@@ -9,7 +9,7 @@ import math
 import os
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -320,10 +320,9 @@ class ConnectionPool(Generic[C]):
 
 # -- which local files a source may read ------------------------------------------------------
 
-SOURCE_ROOTS_ENV = "DAGWRIGHT_SOURCE_ROOTS"  # folders (os.pathsep-separated) sources may read
-DATA_DIR_ENV = "DAGWRIGHT_DATA_DIR"  # as store.db reads it (not imported: no SQLAlchemy here)
-DATABASE_URL_ENV = "DAGWRIGHT_DATABASE_URL"
-SETTINGS_ENV = "DAGWRIGHT_SETTINGS"
+# The setting naming the folders (os.pathsep-separated) sources may read, for messages: the
+# composition root gives the rule (`SourcePaths.for_data_dir`), nothing here reads settings.
+SOURCE_ROOTS_ENV = "DAGWRIGHT_SOURCE_ROOTS"
 # The sub-folders of the data directory that are source roots unless DAGWRIGHT_SOURCE_ROOTS
 # says otherwise: files put there for sources, and the cloud-billing demo's Parquet files
 # (`dagwright data demo-load --parquet`, by default data/billing).
@@ -374,20 +373,9 @@ def _within(path: Path, folder: Path) -> bool:
     return path == folder or folder in path.parents
 
 
-def configured_roots(environ: Mapping[str, str] | None = None) -> list[Path] | None:
-    """The folders DAGWRIGHT_SOURCE_ROOTS names (os.pathsep-separated), or None when it is not
-    set (the defaults apply). Set but empty: no folder besides the demo's."""
-    env = os.environ if environ is None else environ
-    value = env.get(SOURCE_ROOTS_ENV)
-    if value is None:
-        return None
-    return [Path(part).expanduser() for part in value.split(os.pathsep) if part.strip()]
-
-
-def _database_files(environ: Mapping[str, str]) -> list[Path]:
-    """The SQLite file of DAGWRIGHT_DATABASE_URL (and its journals), when it is one."""
-    url = environ.get(DATABASE_URL_ENV, "")
-    if not url.startswith("sqlite"):
+def _database_files(url: str | None) -> list[Path]:
+    """The SQLite file of the database URL (and its journals), when it is one."""
+    if not url or not url.startswith("sqlite"):
         return []
     path = unquote(urlsplit(url).path)
     if not path or path == "/:memory:":
@@ -420,16 +408,15 @@ class SourcePaths:
         *,
         roots: Iterable[Path | str] | None = None,
         extra_roots: Iterable[Path | str] = (),
-        environ: Mapping[str, str] | None = None,
+        database_url: str | None = None,
+        settings_file: Path | None = None,
     ) -> SourcePaths:
         """The rule for a server whose data directory is ``data_dir``. ``roots``: the allowed
-        folders (default: DAGWRIGHT_SOURCE_ROOTS when set, else <data dir>/sources and
+        folders (the setting DAGWRIGHT_SOURCE_ROOTS; None: <data dir>/sources and
         <data dir>/billing); the demo's folders (<data dir>/demo and the shipped data/figure1)
-        and ``extra_roots`` are added to them."""
-        env = os.environ if environ is None else environ
+        and ``extra_roots`` are added to them. The database's SQLite file (``database_url``)
+        and the ``settings_file`` are never readable, wherever they are."""
         folder = _real(Path(data_dir).expanduser())
-        if roots is None:
-            roots = configured_roots(env)
         if roots is None:
             roots = [folder / name for name in DEFAULT_DATA_DIR_ROOTS]
         chosen: list[Path] = []
@@ -438,19 +425,11 @@ class SourcePaths:
             if resolved not in chosen:
                 chosen.append(resolved)
         forbidden = [folder / name for name in DATA_DIR_INTERNALS]
-        forbidden += [_real(path) for path in _database_files(env)]
-        settings = env.get(SETTINGS_ENV)
-        if settings:
-            forbidden.append(_real(Path(settings).expanduser()))
+        forbidden += [_real(path) for path in _database_files(database_url)]
+        if settings_file is not None:
+            forbidden.append(_real(settings_file.expanduser()))
         forbidden += [Path(name) for name in SYSTEM_FOLDERS]
         return cls(tuple(chosen), folder, tuple(dict.fromkeys(forbidden)))
-
-    @classmethod
-    def from_environment(cls, environ: Mapping[str, str] | None = None) -> SourcePaths:
-        """The rule of the data directory DAGWRIGHT_DATA_DIR names (else ./data) and the roots
-        DAGWRIGHT_SOURCE_ROOTS names: what a connector made without one uses."""
-        env = os.environ if environ is None else environ
-        return cls.for_data_dir(env.get(DATA_DIR_ENV) or "data", environ=env)
 
     def with_roots(self, extra: Iterable[Path | str]) -> SourcePaths:
         """This rule with more allowed folders."""
@@ -506,3 +485,8 @@ class SourcePaths:
 
     def _shown_roots(self) -> str:
         return ", ".join(str(root) for root in self.roots) or "none"
+
+
+# No local path is readable: the rule of a source given none (tests, tools without a data
+# directory); the composition root gives each process its own.
+NO_LOCAL_PATHS = SourcePaths(())

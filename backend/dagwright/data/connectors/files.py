@@ -31,6 +31,7 @@ from pydantic import BaseModel, ConfigDict
 from dagwright.data.connector import ColumnInfo, Connector, Filter, Split, TableInfo
 from dagwright.data.connectors.common import (
     BATCH_ROWS,
+    NO_LOCAL_PATHS,
     SourcePathError,
     SourcePaths,
     arrow_filter,
@@ -85,12 +86,11 @@ class FilesConnector(Connector):
     config_model = FilesConfig
     reads_local_paths: ClassVar[bool] = True  # create_connector passes it a SourcePaths
 
-    def __init__(self, source: str, config: FilesConfig, paths: SourcePaths | None = None) -> None:
-        """SourcePathError when ``config.path`` is not allowed by ``paths`` (by default the
-        rule of DAGWRIGHT_DATA_DIR and DAGWRIGHT_SOURCE_ROOTS)."""
+    def __init__(self, source: str, config: FilesConfig, paths: SourcePaths) -> None:
+        """SourcePathError when ``config.path`` is not allowed by ``paths``."""
         super().__init__(source)
         self.config = config
-        self.paths = SourcePaths.from_environment() if paths is None else paths
+        self.paths = paths
         self.given = Path(config.path).expanduser()
         self.root = self.paths.check(config.path, source)
         self._lock = threading.Lock()
@@ -106,7 +106,10 @@ class FilesConnector(Connector):
         *,
         paths: SourcePaths | None = None,
     ) -> Self:
-        return cls(source, FilesConfig.model_validate(config), paths)
+        """``paths``: the folders the source may read (none when not given)."""
+        return cls(
+            source, FilesConfig.model_validate(config), NO_LOCAL_PATHS if paths is None else paths
+        )
 
     def schemas(self) -> list[str]:
         return [self.config.schema_name]

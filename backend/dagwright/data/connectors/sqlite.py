@@ -30,6 +30,7 @@ from pydantic import BaseModel, ConfigDict
 from dagwright.data.connector import ColumnInfo, Connector, Filter, ForeignKey, Split, TableInfo
 from dagwright.data.connectors.common import (
     BATCH_ROWS,
+    NO_LOCAL_PATHS,
     SourcePaths,
     rows_to_batch,
     sql_pushable,
@@ -108,11 +109,10 @@ class SqliteConnector(Connector):
     config_model = SqliteConfig
     reads_local_paths: ClassVar[bool] = True  # create_connector passes it a SourcePaths
 
-    def __init__(self, source: str, path: str | Path, paths: SourcePaths | None = None) -> None:
-        """SourcePathError when ``path`` is not allowed by ``paths`` (by default the rule of
-        DAGWRIGHT_DATA_DIR and DAGWRIGHT_SOURCE_ROOTS)."""
+    def __init__(self, source: str, path: str | Path, paths: SourcePaths) -> None:
+        """SourcePathError when ``path`` is not allowed by ``paths``."""
         super().__init__(source)
-        self.paths = SourcePaths.from_environment() if paths is None else paths
+        self.paths = paths
         self.given = Path(path).expanduser()
         self.path = self.paths.check(path, source)
         # The last metadata read per table: splits() builds its statement from it.
@@ -127,7 +127,12 @@ class SqliteConnector(Connector):
         *,
         paths: SourcePaths | None = None,
     ) -> Self:
-        return cls(source, SqliteConfig.model_validate(config).path, paths)
+        """``paths``: the folders the source may read (none when not given)."""
+        return cls(
+            source,
+            SqliteConfig.model_validate(config).path,
+            NO_LOCAL_PATHS if paths is None else paths,
+        )
 
     def schemas(self) -> list[str]:
         return [SCHEMA]

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
 
     from dagwright.data.engine import QueryEngine
+    from dagwright.data.isolation import SandboxSettings
 
 InputType = Literal["str", "int", "float", "bool", "date", "list", "table"]
 _IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,63}$")
@@ -148,6 +149,7 @@ def call(
     interface: Interface,
     args: Mapping[str, Any],
     engine: QueryEngine,
+    sandbox: SandboxSettings,
     *,
     sample_rows: int | None = None,
     max_rows: int = 100_000,
@@ -170,7 +172,7 @@ def call(
     for name, value in given.items():
         frames[name] = value if isinstance(value, pa.Table) else records_table(value, name)
     try:
-        outcome = run_python(program(interface, scalars, list(frames)), frames)
+        outcome = run_python(program(interface, scalars, list(frames)), frames, settings=sandbox)
     except SandboxError as exc:
         raise InterfaceError(f"{interface.name}: {exc.message}") from exc
     if not isinstance(outcome.result, pa.Table):

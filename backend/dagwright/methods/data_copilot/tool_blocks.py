@@ -11,7 +11,7 @@ from typing import Any
 
 from dagwright.methods.data_copilot.interface import InputType, Interface, call, table_records
 from dagwright.methods.data_copilot.library import InterfaceLibrary
-from dagwright.registry import TABLES, BlockSpec, NodeContext
+from dagwright.registry import SANDBOX, TABLES, BlockSpec, NodeContext
 from dagwright.registry.dynamic import DynamicPort, dynamic_block
 
 PORT_TYPES: dict[InputType, Any] = {
@@ -33,7 +33,7 @@ def block_name(source: str, interface: str) -> str:
 def interface_block(source: str, interface: Interface, version: int) -> BlockSpec:
     async def run(ctx: NodeContext, ports: dict[str, Any]) -> list[dict[str, Any]]:
         engine = ctx.service(TABLES).engine()
-        table = await asyncio.to_thread(call, interface, ports, engine)
+        table = await asyncio.to_thread(call, interface, ports, engine, ctx.service(SANDBOX))
         return table_records(table)
 
     summary = " ".join(interface.description.split()) or interface.name
@@ -56,7 +56,7 @@ def interface_block(source: str, interface: Interface, version: int) -> BlockSpe
         run=run,
         module=__name__,
         tags=("data_copilot", f"source:{source}", f"version:{version}"),
-        needs=(TABLES,),
+        needs=(TABLES, SANDBOX),
     )
 
 

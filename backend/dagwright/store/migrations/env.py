@@ -1,6 +1,7 @@
 """Alembic's entry point, run by `alembic.command` (see store/db.py: `migrate` and
 `alembic_config`). It migrates through the connection the caller put in
-`config.attributes["connection"]`, so the caller decides the transaction and the locking."""
+`config.attributes["connection"]`, so the caller decides the transaction and the locking;
+else it opens the URL the caller set (`sqlalchemy.url`). It reads no settings itself."""
 
 from __future__ import annotations
 
@@ -9,9 +10,19 @@ from sqlalchemy.engine import Connection
 from sqlmodel import SQLModel
 
 import dagwright.store.models  # noqa: F401  (registers the tables on SQLModel.metadata)
-from dagwright.store.db import database_url, make_engine
+from dagwright.store.db import make_engine
 
 TARGET = SQLModel.metadata
+
+
+def _url() -> str:
+    url = context.config.get_main_option("sqlalchemy.url")
+    if not url:
+        raise RuntimeError(
+            "no database to migrate: give alembic_config a connection or a url "
+            "(dagwright.store.db.alembic_config)"
+        )
+    return url
 
 
 def _run(connection: Connection) -> None:
@@ -27,7 +38,7 @@ def _run(connection: Connection) -> None:
 
 def _offline() -> None:
     """`--sql` mode: print the SQL instead of running it."""
-    url = context.config.get_main_option("sqlalchemy.url") or database_url()
+    url = _url()
     context.configure(
         url=url,
         target_metadata=TARGET,
@@ -43,7 +54,7 @@ def _online() -> None:
     if isinstance(given, Connection):
         _run(given)
         return
-    engine = make_engine(context.config.get_main_option("sqlalchemy.url") or database_url())
+    engine = make_engine(_url())
     try:
         with engine.begin() as connection:
             _run(connection)
