@@ -231,7 +231,7 @@ def test_bubblewrap_is_in_force() -> None:
     ):
         assert layer in isolation, (layer, isolation)
     assert ("nproc_limit" in isolation) == (os.geteuid() != 0)
-    assert describe().startswith("python sandbox: bubblewrap")
+    assert describe(served()).startswith("python sandbox: bubblewrap")
 
 
 def test_the_targets_exist_on_the_host() -> None:

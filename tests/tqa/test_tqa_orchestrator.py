@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 
+from dagwright.data.connectors.common import SourcePaths
 from dagwright.errors import DagwrightError
 from dagwright.secrets import EnvSecrets
 from dagwright.services.data_sources import demo_sources, engine_over, fixed_sources
@@ -189,7 +190,8 @@ async def test_a_cancelled_conversation_is_closed() -> None:
 def figure1(tmp_path_factory: pytest.TempPathFactory) -> Iterator[TableAccess]:
     folder = tmp_path_factory.mktemp("demo")
     assert set(demo_sources(folder)) == {"hr", "payroll"}
-    access = TableAccess(lambda: engine_over(fixed_sources({}, folder), EnvSecrets()))
+    paths = SourcePaths.for_data_dir(folder.parent)
+    access = TableAccess(lambda: engine_over(fixed_sources({}, folder), EnvSecrets(), None, paths))
     yield access
     access.close()
 
