@@ -49,6 +49,8 @@ export const api = {
   ports: (block: string, config: Record<string, unknown>) =>
     request<BlockPorts>("POST", `${V1}/blocks/${e(block)}/ports`, config),
   types: () => request<TypesResponse>("GET", `${V1}/types`),
+  templateVariables: (template: string) =>
+    request<{ variables: string[] }>("POST", `${V1}/template-variables`, { template }).then((r) => r.variables),
   secrets: () => request<SecretsResponse>("GET", `${V1}/secrets`),
 
   listKeys: (app: string) => request<KeyOut[]>("GET", `${V1}/apps/${e(app)}/keys`),

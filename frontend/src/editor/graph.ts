@@ -4,6 +4,7 @@
 
 import type { Edge, Node } from "@xyflow/react";
 import type { BlockSpec, ErrorPolicy, FlowDocument, FlowEdge, FlowNode, PortSpec, SubFlow } from "../api/types";
+import { isTemplateField } from "../forms/schema";
 import { templateVariables } from "./jinja";
 
 /** A port as a node draws it; `missing` marks a port an edge names that the block lacks. */
@@ -111,11 +112,6 @@ export function estimatePorts(spec: BlockSpec | undefined, config: Record<string
   return { inputs, outputs: [...spec.outputs], branches };
 }
 
-/** Is this config field a Jinja2 template (multi-line editor, variables become ports)? */
-export function isTemplateField(field: string, schema: { description?: unknown; title?: unknown }): boolean {
-  const text = `${String(schema.description ?? "")} ${String(schema.title ?? "")}`;
-  return /jinja|template/i.test(text) || ["template", "prompt", "system"].includes(field);
-}
 
 /** Ports from the server (POST /blocks/{block}/ports) or an estimate, plus a `missing` port
  *  for each port an edge names that the block lacks, so the edge still shows (in red). */

@@ -1,11 +1,14 @@
-import { cleanup, fireEvent, render, screen } from "@testing-library/react";
+import { cleanup, fireEvent, render, screen, waitFor } from "@testing-library/react";
 import { useState } from "react";
-import { afterEach, describe, expect, it } from "vitest";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import type { JsonSchema } from "../api/types";
 import { spec } from "../test/fixtures";
 import { SchemaForm } from "./SchemaForm";
 
-afterEach(cleanup);
+afterEach(() => {
+  cleanup();
+  vi.unstubAllGlobals();
+});
 
 /** The form wired to state, as the config panel uses it; `changes` records each onChange. */
 function Harness({ schema, initial, secrets = [], changes }: { schema: JsonSchema; initial: Record<string, unknown>; secrets?: string[]; changes: Record<string, unknown>[] }) {
@@ -101,13 +104,23 @@ describe("SchemaForm", () => {
     expect(changes[changes.length - 1]).toEqual({ url: "u", headers: { a: "2", b: "3" } });
   });
 
-  it("templates show the ports their variables create", () => {
+  it("templates show the ports their variables create", async () => {
+    // The server's answers (POST /api/v1/template-variables) for the two templates typed.
+    const answers: Record<string, string[]> = { "Answer {{ question }} in {{ lang }}": ["lang", "question"], "{{ only }}": ["only"] };
+    vi.stubGlobal("fetch", async (_url: string, init: RequestInit) => {
+      const { template } = JSON.parse(String(init.body)) as { template: string };
+      return new Response(JSON.stringify({ variables: answers[template] }), { status: 200, headers: { "Content-Type": "application/json" } });
+    });
     setup("template", { template: "Answer {{ question }} in {{ lang }}" });
-    expect(screen.getByTestId("config-template-vars").textContent).toContain("question");
-    expect(screen.getByTestId("config-template-vars").textContent).toContain("lang");
+    await waitFor(() => {
+      expect(screen.getByTestId("config-template-vars").textContent).toContain("question");
+      expect(screen.getByTestId("config-template-vars").textContent).toContain("lang");
+    });
     fireEvent.change(field("template"), { target: { value: "{{ only }}" } });
-    expect(screen.getByTestId("config-template-vars").textContent).toContain("only");
-    expect(screen.getByTestId("config-template-vars").textContent).not.toContain("lang");
+    await waitFor(() => {
+      expect(screen.getByTestId("config-template-vars").textContent).toContain("only");
+      expect(screen.getByTestId("config-template-vars").textContent).not.toContain("lang");
+    });
   });
 
   it("secret fields offer secret NAMES only, never an input for a value", () => {

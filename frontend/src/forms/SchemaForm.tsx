@@ -3,8 +3,8 @@
 
 import { type ReactNode, memo, useId, useMemo, useState } from "react";
 import type { JsonSchema } from "../api/types";
-import { templateVariables } from "../editor/jinja";
 import { TemplateEditor } from "./TemplateEditor";
+import { useTemplateVariables } from "./useTemplateVariables";
 import {
   type FieldInfo,
   formFields,
@@ -323,7 +323,7 @@ function SecretMapControl({ info, value, onChange, secrets }: ControlProps) {
 
 function TemplateControl({ id, info, value, onChange }: ControlProps) {
   const text = typeof value === "string" ? value : "";
-  const vars = useMemo(() => templateVariables(text), [text]);
+  const vars = useTemplateVariables(text);
   return (
     <>
       <TemplateEditor

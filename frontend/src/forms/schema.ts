@@ -1,7 +1,6 @@
 // Which control a JSON Schema property gets, and how typed text becomes a config value.
 
 import type { JsonSchema } from "../api/types";
-import { isTemplateField } from "../editor/graph";
 
 export type FieldKind =
   | "string"
@@ -196,4 +195,10 @@ export function setField(config: Record<string, unknown>, name: string, value: u
   if (value === undefined) delete next[name];
   else next[name] = value;
   return next;
+}
+
+/** Is this config field a Jinja2 template (multi-line editor, variables become ports)? */
+export function isTemplateField(field: string, schema: { description?: unknown; title?: unknown }): boolean {
+  const text = `${String(schema.description ?? "")} ${String(schema.title ?? "")}`;
+  return /jinja|template/i.test(text) || ["template", "prompt", "system"].includes(field);
 }
