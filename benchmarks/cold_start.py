@@ -263,7 +263,7 @@ def row(label: str, measured: Timing, baseline: Timing, goal: float | None) -> b
     return over
 
 
-def main() -> int:
+def main() -> int:  # noqa: PLR0915
     parser = argparse.ArgumentParser()
     parser.add_argument("--runs", type=int, default=7)
     args = parser.parse_args()

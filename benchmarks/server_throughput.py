@@ -291,7 +291,7 @@ def count_runs(data_dir: Path) -> int:
         return int(count)
 
 
-def main() -> int:
+def main() -> int:  # noqa: PLR0915
     parser = argparse.ArgumentParser()
     parser.add_argument("--seconds", type=int, default=20)
     parser.add_argument("--connections", type=int, default=100)

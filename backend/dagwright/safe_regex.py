@@ -161,7 +161,7 @@ class _Translator:
             return text  # written with its own parentheses
         return f"(?:{text})"
 
-    def item(self, op: Any, av: Any, flags: int) -> str:
+    def item(self, op: Any, av: Any, flags: int) -> str:  # noqa: C901, PLR0912
         c = _c
         ascii_only = bool(flags & re.ASCII)
         if op == c.LITERAL:
@@ -253,7 +253,7 @@ class _Translator:
             return r"\B"
         raise _Unsupported(f"the anchor {at}")
 
-    def char_class(self, items: Any, ascii_only: bool) -> str:
+    def char_class(self, items: Any, ascii_only: bool) -> str:  # noqa: C901, PLR0912
         c = _c
         negated = bool(items) and items[0][0] == c.NEGATE
         if negated:

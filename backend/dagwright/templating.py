@@ -429,7 +429,7 @@ def _arg(args: tuple[Any, ...], kwargs: Mapping[str, Any], index: int, name: str
     return kwargs.get(name)
 
 
-def _precheck_filter(
+def _precheck_filter(  # noqa: C901, PLR0912
     name: str, value: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]
 ) -> None:
     """Refuse what a filter would build too large, before it builds it."""
@@ -615,7 +615,7 @@ def _bounded_lipsum(n: int = 5, html: bool = True, min: int = 20, max: int = 100
     return generate_lorem_ipsum(n=n, html=html, min=min, max=max)
 
 
-def _precheck_method(method: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> None:
+def _precheck_method(method: Any, args: tuple[Any, ...], kwargs: Mapping[str, Any]) -> None:  # noqa: C901
     """Size checks for the methods of texts (and ints) that can build a lot from a little."""
     owner = getattr(method, "__self__", None)
     name = getattr(method, "__name__", "")

@@ -77,7 +77,7 @@ class _Handler(BaseHTTPRequestHandler):
     def _json(self, status: int, value: Any, content_type: str = "application/json") -> None:
         self._send(status, content_type, json.dumps(value).encode())
 
-    def _handle(self) -> None:
+    def _handle(self) -> None:  # noqa: C901, PLR0912
         length = int(self.headers.get("Content-Length") or 0)
         raw = self.rfile.read(length) if length else b""
         headers = {name.lower(): value for name, value in self.headers.items()}

@@ -67,7 +67,7 @@ def configure(page: Page, node: str, field: str, value: str) -> None:
     page.get_by_test_id(f"config-{field}").fill(value)
 
 
-def test_build_run_publish_and_call_a_flow(page: Page, server: LiveServer) -> None:
+def test_build_run_publish_and_call_a_flow(page: Page, server: LiveServer) -> None:  # noqa: PLR0915
     page.on("dialog", lambda dialog: dialog.accept())
     page.goto("/")
     page.get_by_test_id("new-app").click()

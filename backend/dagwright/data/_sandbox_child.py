@@ -114,7 +114,7 @@ _WRITE_FLAGS = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 _MAX_FILES = 256  # open descriptors
 
 
-def main() -> None:
+def main() -> None:  # noqa: PLR0915
     job_dir = os.path.realpath(sys.argv[1])
     scratch = os.path.realpath(sys.argv[2])
     # `python -I script` puts the script's folder first on sys.path, which would let the

@@ -392,7 +392,7 @@ def _literal(node: exp.Expr) -> Any:
     raise _NotALiteral
 
 
-def _coerce(value: Any, type_: pa.DataType) -> Any:
+def _coerce(value: Any, type_: pa.DataType) -> Any:  # noqa: C901, PLR0912
     if pa.types.is_string(type_) or pa.types.is_large_string(type_):
         if isinstance(value, str):
             return value

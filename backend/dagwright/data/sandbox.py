@@ -106,7 +106,7 @@ class SandboxResult:
     isolation: tuple[str, ...] = ()
 
 
-def run_python(
+def run_python(  # noqa: PLR0912
     code: str,
     tables: Mapping[str, pa.Table],
     *,

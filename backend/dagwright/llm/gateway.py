@@ -404,7 +404,7 @@ class LLMGateway:
 
     # -- calls ---------------------------------------------------------------------------
 
-    async def chat(
+    async def chat(  # noqa: C901, PLR0915
         self, provider_name: str | None, request: ChatRequest, on_delta: DeltaFn | None = None
     ) -> CallResult:
         provider = self.settings.get(provider_name)

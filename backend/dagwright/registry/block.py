@@ -286,7 +286,7 @@ def spec_of(obj: Any) -> BlockSpec | None:
     return spec if isinstance(spec, BlockSpec) else None
 
 
-def _build_spec(
+def _build_spec(  # noqa: C901, PLR0912, PLR0915
     fn: Callable[..., Any],
     *,
     name: str,

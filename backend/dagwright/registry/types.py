@@ -135,7 +135,7 @@ def _base_of_literal(tp: Any) -> Any:
 
 
 @lru_cache(maxsize=4096)
-def compatibility(source: Any, target: Any) -> Compat:
+def compatibility(source: Any, target: Any) -> Compat:  # noqa: C901, PLR0912
     """May a value declared as `source` flow into a port declared as `target`?"""
     source, target = strip_annotated(source), strip_annotated(target)
     if target is Any:
@@ -191,7 +191,7 @@ def describe_value(value: Any) -> str:
 
 
 @lru_cache(maxsize=512)
-def checker_for(tp: Any) -> Checker | None:
+def checker_for(tp: Any) -> Checker | None:  # noqa: C901
     """A fast run-time check of a value against a port type; None when anything fits."""
     tp = strip_annotated(tp)
     if tp is Any:

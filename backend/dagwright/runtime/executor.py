@@ -524,7 +524,7 @@ class Run:
                 due = time.perf_counter() + turn
                 self._sync.mark()
 
-    async def _run_node(self, node: PlanNode) -> None:
+    async def _run_node(self, node: PlanNode) -> None:  # noqa: C901, PLR0912, PLR0915
         index = node.index
         reused = self._reuse.get(index)
         if reused is not None:

@@ -45,7 +45,7 @@ class MapSpec:
     default: Any
 
 
-async def map_items(
+async def map_items(  # noqa: C901
     host: SubflowHost,
     node_id: str,
     ref: SubflowRef,

@@ -91,7 +91,7 @@ class RunTrace:
             trace = self.nodes[node] = NodeTrace(node)
         return trace
 
-    def apply(self, event: RunEvent) -> NodeTrace | None:
+    def apply(self, event: RunEvent) -> NodeTrace | None:  # noqa: C901, PLR0912
         """Fold one event in; returns the node's trace when the event settled the node
         (finished, failed, cancelled or skipped), else None."""
         if isinstance(event, NodeUsage):

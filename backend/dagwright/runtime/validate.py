@@ -156,7 +156,7 @@ def _resolve_nodes(analysis: Analysis, registry: Registry) -> None:
         analysis.nodes[node.id] = NodeInfo(node, spec, config, inputs, dict(spec.outputs), branches)
 
 
-def _check_edge(analysis: Analysis, edge: Edge, seen: set[tuple[str, str, str]]) -> None:
+def _check_edge(analysis: Analysis, edge: Edge, seen: set[tuple[str, str, str]]) -> None:  # noqa: C901, PLR0912
     source = analysis.nodes.get(edge.source.node)
     target = analysis.nodes.get(edge.target.node)
     ok = True
@@ -326,7 +326,7 @@ def _check_cycles(analysis: Analysis, graph: _Graph) -> bool:
     return True
 
 
-def _check_interface(analysis: Analysis, graph: _Graph, has_cycle: bool) -> None:
+def _check_interface(analysis: Analysis, graph: _Graph, has_cycle: bool) -> None:  # noqa: C901
     names: dict[tuple[str, str], str] = {}
     inputs: list[str] = []
     outputs: list[str] = []

@@ -155,7 +155,7 @@ class Orchestrator:
             await self._persist(self._store.create, conversation)
         return conversation
 
-    async def ask(
+    async def ask(  # noqa: C901, PLR0915
         self,
         request: AskRequest,
         on_turn: TurnCallback | None = None,

@@ -94,7 +94,7 @@ def _not_a_date(value: Any) -> Any:
     return None if isinstance(value, str) else value
 
 
-def column_type(
+def column_type(  # noqa: C901, PLR0912
     data_type: str, column_type: str, precision: int | None, scale: int | None
 ) -> _Column:
     """The Arrow type of a column from information_schema.COLUMNS."""

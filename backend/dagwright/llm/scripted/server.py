@@ -222,7 +222,7 @@ def _event_stream(chunks: Iterator[dict[str, Any]]) -> StreamingResponse:
     )
 
 
-def create_app(
+def create_app(  # noqa: C901, PLR0915
     script: Script,
     *,
     state: ScriptedState | None = None,

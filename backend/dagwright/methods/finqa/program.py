@@ -112,7 +112,7 @@ def execute(program: str | list[str], table: list[list[str]]) -> Execution:
         return Execution(None, f"{type(exc).__name__}: {exc}")
 
 
-def _execute(tokens: list[str], table: list[list[str]]) -> Execution:
+def _execute(tokens: list[str], table: list[list[str]]) -> Execution:  # noqa: C901, PLR0912
     for index, token in enumerate(tokens):
         if index % 4 == 0 and token.strip("(") not in OPERATIONS:
             return Execution(None, f"token {index} ({token!r}) is not an operation")
