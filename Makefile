@@ -63,6 +63,7 @@ bench: $(STAMP) $(EDITOR) chromium bubblewrap
 	$(BIN)/python benchmarks/data_federation.py
 	$(BIN)/python benchmarks/eval_harness.py
 	$(BIN)/python benchmarks/tqa_orchestration.py
+	$(BIN)/python benchmarks/queue_throughput.py
 	$(BIN)/python benchmarks/editor_open.py
 
 clean:
