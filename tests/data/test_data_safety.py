@@ -263,11 +263,13 @@ BOMBS: list[tuple[str, str]] = [
     ("sql", "code"), BOMBS, ids=[f"{i}-{code}" for i, (_, code) in enumerate(BOMBS)]
 )
 def test_sql_bomb_is_refused_before_it_costs(sandbox: Sandbox, sql: str, code: str) -> None:
-    started = time.monotonic()
+    # The cost is CPU time (this process's threads, the engine's worker too): on a loaded
+    # machine the wall clock also counts the time other processes had the cores.
+    started = time.process_time()
     with pytest.raises(SqlRefusedError) as caught:
         sandbox.engine.query(sql, timeout_s=10)
     assert caught.value.code == code, caught.value.message
-    assert time.monotonic() - started < 3, "refused, but only after it cost seconds"
+    assert time.process_time() - started < 3, "refused, but only after it cost seconds"
 
 
 def test_amplifying_functions_with_small_literal_sizes_pass(sandbox: Sandbox) -> None:
