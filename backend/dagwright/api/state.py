@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import importlib
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -55,6 +57,15 @@ async def services(request: Request) -> Services:
     return found
 
 
+# What a request may otherwise import first: the query engine and every connector kind.
+_DATA_LAYER = ("dagwright.data.engine", "dagwright.data.catalog", "dagwright.data.connectors")
+
+
+def _import_data_layer() -> None:
+    for module in _DATA_LAYER:
+        importlib.import_module(module)
+
+
 @asynccontextmanager
 async def serving(app: FastAPI, settings: ServerSettings) -> AsyncIterator[None]:
     """FastAPI lifespan: open the database (migrating it), the model gateway and the run
@@ -64,6 +75,11 @@ async def serving(app: FastAPI, settings: ServerSettings) -> AsyncIterator[None]
     )
     # Which isolation python_on_tables gets (docs/security/sandbox.md).
     log_isolation(process.sandbox())
+    # Importing the data layer's native modules (DuckDB, Arrow, sqlglot) holds the GIL for
+    # about a second: left to the first request that touches a source or a table, it stalled
+    # every other request that long (tests/security/test_source_paths.py's health probe).
+    # They are imported in a thread before the server answers.
+    await asyncio.to_thread(_import_data_layer)
     async with AsyncExitStack() as stack:
         stack.push_async_callback(process.aclose)  # last (callbacks run LIFO)
         engine = process.database()
