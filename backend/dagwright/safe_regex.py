@@ -420,7 +420,7 @@ class UserRegex:
                 code="regex_limit",
             )
 
-    def _iterate(self, compiled: Any, subject: str, pos: int) -> Iterator[Any]:
+    def _iterate(self, compiled: Any, subject: str | bytes, pos: int) -> Iterator[Any]:
         found: Iterator[Any] = (
             compiled.finditer(subject, pos) if pos else compiled.finditer(subject)
         )
@@ -431,7 +431,10 @@ class UserRegex:
         # Group 0 alone needs no captures, unless `$` must give back a final newline.
         compiled = self._compiled if groups or self._newline_groups else self._plain
         group_map = self._group_map if compiled is self._compiled else (0,)
-        subject = text
+        # An ASCII text goes to RE2 as bytes: its offsets are the characters' own, and the
+        # wrapper then skips mapping byte offsets back to characters at every match (a third
+        # of the cost, which decides how many matches fit in MAX_FIND_SECONDS).
+        subject: str | bytes = text.encode("ascii") if text.isascii() else text
         try:
             found = self._iterate(compiled, subject, 0)
             match = next(found, None)
