@@ -17,7 +17,7 @@ from sqlalchemy import Connection, Engine, func, insert, select, update
 
 from dagwright.errors import ConflictError, InputError, NotFoundError
 from dagwright.registry import Usage
-from dagwright.runtime.executor import Executor, ReusedOutput, resolve_inputs
+from dagwright.runtime.executor import Executor, ReusedOutput, Run, resolve_inputs
 from dagwright.runtime.plan import CompiledFlow
 from dagwright.services.runs.recorder import LiveRun, final_row, record
 from dagwright.services.runs.records import (
@@ -186,13 +186,7 @@ class RunService:
             error = {"code": "cancelled", "message": "cancelled before it started", "node": None}
             self.writer.finish_run(final_row(run_id, "cancelled", None, error, None, 0.0))
             raise
-        try:
-            run = self._executor(deadline).start(plan, inputs, run_id, reuse)
-        except Exception as exc:
-            message = f"the run could not start: {type(exc).__name__}: {exc}"
-            error = {"code": "start_failed", "message": message, "node": None}
-            self.writer.finish_run(final_row(run_id, "failed", None, error, None, 0.0))
-            raise
+        run = self._start_recorded(plan, inputs, run_id, reuse, deadline)
         if self.tracing is not None:
             self.tracing.follow(
                 run,
@@ -303,13 +297,7 @@ class RunService:
         await asyncio.wrap_future(self.writer.call(take))
         if not taken:
             return None
-        try:
-            run = self._executor(deadline).start(plan, inputs, run_id, reuse)
-        except Exception as exc:
-            message = f"the run could not start: {type(exc).__name__}: {exc}"
-            error = {"code": "start_failed", "message": message, "node": None}
-            self.writer.finish_run(final_row(run_id, "failed", None, error, None, 0.0))
-            raise
+        run = self._start_recorded(plan, inputs, run_id, reuse, deadline)
         live = LiveRun(run, taken[0], resumed=bool(reuse))
         self._follow(live)
         return live
@@ -360,6 +348,24 @@ class RunService:
         )
         self._recorders.add(recorder)
         recorder.add_done_callback(self._recorders.discard)
+
+    def _start_recorded(
+        self,
+        plan: CompiledFlow,
+        inputs: Mapping[str, Any],
+        run_id: str,
+        reuse: Mapping[str, ReusedOutput] | None,
+        deadline: float | None,
+    ) -> Run:
+        """Start the run whose row is written; a run that cannot start closes its row as
+        failed (`start_failed`) rather than leave it "running"."""
+        try:
+            return self._executor(deadline).start(plan, inputs, run_id, reuse)
+        except Exception as exc:
+            message = f"the run could not start: {type(exc).__name__}: {exc}"
+            error = {"code": "start_failed", "message": message, "node": None}
+            self.writer.finish_run(final_row(run_id, "failed", None, error, None, 0.0))
+            raise
 
     def _executor(self, deadline: float | None) -> Executor:
         """The executor, or one like it whose runs end at `deadline` (the runtime's own run
