@@ -19,6 +19,7 @@ LISTINGS = [
     "/api/v1/datasets/some-dataset/examples",
     "/api/v1/evaluations",
     "/api/v1/evaluations/some-evaluation/results",
+    "/api/v1/human/requests",
 ]
 
 BAD = [

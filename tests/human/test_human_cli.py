@@ -53,3 +53,26 @@ def test_waiting_runs_are_listed_and_answered_from_the_terminal(server: LiveServ
     resumed_id = _human(server, "answer", request_id, "-v", "n=41").strip()
     assert server.api.wait_for_run(resumed_id)["outputs"] == {"answer": "42"}
     assert paused["run_id"] not in _human(server, "list")
+
+
+def test_the_list_pages_oldest_first_and_names_the_next_page(server: LiveServer) -> None:
+    asking = flow(
+        [
+            node("q", "text_input", name="q"),
+            node("ask", "human_input", message="Page {{ q }}?", inputs=["q"]),
+            node("out", "output", name="answer"),
+        ],
+        [edge("q", "ask.q"), {**edge("ask", "out"), "branch": "answered"}],
+    )
+    key = server.api.published_app("paging", asking)
+    runs = [server.api.run("paging", key, {"q": str(n)}).json()["run_id"] for n in range(3)]
+    listed = _human(server, "list", "--limit", "200").splitlines()
+    every = [line for line in listed if " run " in line]
+    total = len(every)  # other tests' requests may wait too
+    assert [line.split()[2] for line in every][-3:] == runs  # oldest first
+    first = _human(server, "list", "--limit", "2")
+    assert f"2 of {total} requests; next page: --offset 2" in first
+    last = _human(server, "list", "--offset", str(total - 1), "--limit", "2")
+    assert runs[2] in last
+    assert runs[1] not in last
+    assert f"1 of {total} requests\n" in last

@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import json
 from typing import Annotated, Any
+from urllib.parse import urlencode
 
 import typer
 
 from dagwright.cli.admin_http import DEFAULT_URL, Token, Url, admin_request
 from dagwright.cli.inputs import fail
+from dagwright.store.paging import DEFAULT_LIMIT, MAX_LIMIT
 
 human_app = typer.Typer(help="Runs waiting for a person: list and answer.", no_args_is_help=True)
 
@@ -17,14 +19,22 @@ human_app = typer.Typer(help="Runs waiting for a person: list and answer.", no_a
 @human_app.command("list")
 def list_(
     status: Annotated[str, typer.Option(help="waiting, answered, expired or all.")] = "waiting",
+    offset: Annotated[int, typer.Option(min=0, help="Requests to skip.")] = 0,
+    limit: Annotated[
+        int, typer.Option(min=1, max=MAX_LIMIT, help="Requests per page.")
+    ] = DEFAULT_LIMIT,
     url: Url = DEFAULT_URL,
     token: Token = None,
 ) -> None:
-    """Requests (by default those still waiting), oldest first: id, run, node, message."""
-    params = "" if status == "all" else f"?status={status}"
-    items = admin_request("GET", url, f"/api/v1/human/requests{params}", token)["items"]
-    for item in items:
+    """One page of requests (by default those still waiting), oldest first: id, run, node,
+    message; the count and the next page's --offset go to stderr."""
+    query = {"offset": offset, "limit": limit} | ({} if status == "all" else {"status": status})
+    page = admin_request("GET", url, f"/api/v1/human/requests?{urlencode(query)}", token)
+    for item in page["items"]:
         typer.echo(f"{item['id']}  run {item['run_id']}  {item['node']}: {item['message']}")
+    shown, total = len(page["items"]), page["total"]
+    more = f"; next page: --offset {offset + shown}" if offset + shown < total else ""
+    typer.echo(f"{shown} of {total} requests{more}", err=True)
 
 
 @human_app.command("show")

@@ -38,6 +38,7 @@ from dagwright.services.runs.service import RunService
 from dagwright.store.human import HumanRequestRepository
 from dagwright.store.human_models import HumanRequest
 from dagwright.store.models import utcnow
+from dagwright.store.paging import DEFAULT_LIMIT, Page, window
 from dagwright.telemetry.context import TraceParent, span_id_for, trace_id_for
 
 log = logging.getLogger(__name__)
@@ -151,10 +152,17 @@ class HumanService:
     # -- reading ------------------------------------------------------------------------------
 
     def requests(
-        self, status: str | None = "waiting", app_id: str | None = None, run_id: str | None = None
-    ) -> list[HumanRequest]:
+        self,
+        status: str | None = "waiting",
+        app_id: str | None = None,
+        run_id: str | None = None,
+        offset: int = 0,
+        limit: int = DEFAULT_LIMIT,
+    ) -> Page[HumanRequest]:
+        """Oldest first, one page (store/paging.py's policy)."""
+        at = window(offset, limit)
         with Session(self.engine) as db:
-            return HumanRequestRepository(db).listing(status, app_id, run_id)
+            return HumanRequestRepository(db).listing(status, app_id, run_id, at)
 
     def get(self, request_id: str) -> HumanRequest:
         with Session(self.engine) as db:

@@ -14,6 +14,7 @@ from sqlmodel import Session, col, select
 from dagwright.errors import NotFoundError
 from dagwright.store.human_models import HumanRequest
 from dagwright.store.models import Run, utcnow
+from dagwright.store.paging import Page, Window, fetch_page
 
 
 class HumanRequestRepository:
@@ -37,17 +38,17 @@ class HumanRequestRepository:
         return found
 
     def listing(
-        self, status: str | None, app_id: str | None, run_id: str | None
-    ) -> list[HumanRequest]:
-        """Oldest first."""
-        query = select(HumanRequest).order_by(col(HumanRequest.created_at))
+        self, status: str | None, app_id: str | None, run_id: str | None, at: Window
+    ) -> Page[HumanRequest]:
+        """Oldest first (the id breaks ties, so pages neither repeat nor skip a request)."""
+        query = select(HumanRequest).order_by(col(HumanRequest.created_at), col(HumanRequest.id))
         if status is not None:
             query = query.where(HumanRequest.status == status)
         if app_id is not None:
             query = query.where(HumanRequest.app_id == app_id)
         if run_id is not None:
             query = query.where(HumanRequest.run_id == run_id)
-        return list(self._db.exec(query).all())
+        return fetch_page(self._db, query, at)
 
     def claim(self, request_id: str, status: str, answer: dict[str, Any], choice: str) -> bool:
         """Moves the request from waiting to `status` with its answer; False when another

@@ -4583,6 +4583,10 @@ export interface operations {
                 status?: string | null;
                 app_id?: string | null;
                 run_id?: string | null;
+                /** @description Items to skip. */
+                offset?: number;
+                /** @description Items per page. */
+                limit?: number;
             };
             header?: never;
             path?: never;
@@ -4596,9 +4600,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    };
+                    "application/json": components["schemas"]["Page_dict_str__Any__"];
                 };
             };
             /** @description Validation Error */

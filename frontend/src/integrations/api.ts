@@ -1,6 +1,7 @@
 // The triggers and human-in-the-loop APIs (docs/integrations.md), typed for the pages here.
 
 import { request } from "../api/transport";
+import type { Page } from "../api/types";
 
 export type FieldType = "text" | "number" | "integer" | "boolean";
 
@@ -57,16 +58,28 @@ export interface Answered {
   waiting_for?: number;
 }
 
+const REQUESTS = "/api/v1/human/requests";
+/** The most a page holds (store/paging.py MAX_LIMIT). */
+const MAX_PAGE = 200;
+
 export const humanApi = {
-  waiting: () => request<{ items: HumanRequest[] }>("GET", "/api/v1/human/requests").then((r) => r.items),
-  /** The requests one run waits on (the debug panel's run). */
-  ofRun: (runId: string) =>
-    request<{ items: HumanRequest[] }>("GET", `/api/v1/human/requests?run_id=${encodeURIComponent(runId)}`).then(
-      (r) => r.items,
-    ),
+  /** One page of the requests still waiting, oldest first. */
+  waiting: (offset = 0, limit = 50) =>
+    request<Page<HumanRequest>>("GET", `${REQUESTS}?${new URLSearchParams({ offset: String(offset), limit: String(limit) })}`),
+  /** Every request one run waits on (the debug panel's run), following the pages: a map
+   *  whose items all ask holds one per item. */
+  ofRun: async (runId: string) => {
+    const items: HumanRequest[] = [];
+    for (;;) {
+      const query = new URLSearchParams({ run_id: runId, offset: String(items.length), limit: String(MAX_PAGE) });
+      const page = await request<Page<HumanRequest>>("GET", `${REQUESTS}?${query}`);
+      items.push(...page.items);
+      if (page.items.length === 0 || items.length >= page.total) return items;
+    }
+  },
   /** `flow`: for a debug run of an unsaved flow, the canvas's flow to go on with. */
   answer: (id: string, values: Record<string, unknown>, choice: string | null, flow?: unknown) =>
-    request<Answered>("POST", `/api/v1/human/requests/${encodeURIComponent(id)}/answer`, {
+    request<Answered>("POST", `${REQUESTS}/${encodeURIComponent(id)}/answer`, {
       values,
       choice,
       ...(flow === undefined ? {} : { flow }),

@@ -3,6 +3,7 @@ token, or by whoever holds a request's signed link."""
 
 from __future__ import annotations
 
+import asyncio
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
@@ -10,10 +11,12 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from dagwright.api.routes.access import Admin
+from dagwright.api.schemas import Paging
 from dagwright.api.state import Services, services
 from dagwright.services import editor
 from dagwright.services.human import Answered, HumanService
 from dagwright.store.human_models import HumanRequest
+from dagwright.store.paging import Page
 
 router = APIRouter(prefix="/api/v1/human", tags=["human"])
 
@@ -63,14 +66,17 @@ def _answered(done: Answered) -> JSONResponse:
 @router.get("/requests", dependencies=[Admin])
 async def list_requests(
     request: Request,
+    page: Paging,
     status: str | None = "waiting",
     app_id: str | None = None,
     run_id: str | None = None,
-) -> dict[str, Any]:
+) -> Page[dict[str, Any]]:
     """Requests, oldest first: by default those still waiting (the "waiting for you" list);
     `status=answered`, `expired`, or empty for all; `run_id`: one run's (the debug panel's)."""
-    found = _service(request).requests(status or None, app_id, run_id)
-    return {"items": [request_body(r, with_link=True) for r in found]}
+    found = await asyncio.to_thread(
+        _service(request).requests, status or None, app_id, run_id, page.offset, page.limit
+    )
+    return found.map(lambda r: request_body(r, with_link=True))
 
 
 @router.get("/requests/{request_id}", dependencies=[Admin])
