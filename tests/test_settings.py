@@ -75,6 +75,30 @@ def test_a_bad_variable_is_named_with_its_value_and_what_is_wrong(
     assert "DAGWRIGHT_THREADS='0': Input should be greater than or equal to 1" in bad.value.message
 
 
+def test_a_bad_table_or_text_setting_is_named_without_its_value(
+    clean: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A source's URL carries its password: an error names the variable, never the value.
+    monkeypatch.setenv("DAGWRIGHT_SOURCES", '{"pg": "postgresql://u:hunter2@db/shop"}')
+    with pytest.raises(SettingsError) as bad:
+        load_settings()
+    assert "DAGWRIGHT_SOURCES: " in bad.value.message
+    assert "hunter2" not in bad.value.message
+
+
+def test_the_environment_wins_over_the_file_under_any_of_a_settings_names(
+    clean: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (clean / "dagwright.toml").write_text('otlp_endpoint = "http://from-file:4318/v1/traces"\n')
+    monkeypatch.setenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://from-env:4318/v1/traces")
+    assert load_settings().traces_endpoint == "http://from-env:4318/v1/traces"
+    # Variables are read without regard to case, and so is the file's override check.
+    monkeypatch.delenv("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+    (clean / "dagwright.toml").write_text("port = 9100\n")
+    monkeypatch.setenv("dagwright_port", "9300")
+    assert load_settings().port == 9300
+
+
 def test_a_bad_value_from_the_settings_file_is_named_with_the_file(
     clean: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -17,8 +17,10 @@ from __future__ import annotations
 import os
 import socket
 import tomllib
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any, Final, Literal
+from types import UnionType
+from typing import Any, Final, Literal, Union, get_args, get_origin
 
 from pydantic import AliasChoices, Field, ValidationError, field_validator
 from pydantic.fields import FieldInfo
@@ -256,11 +258,37 @@ def _read_file(path: Path) -> dict[str, Any]:
     return data
 
 
-def _variable(name: str, info: FieldInfo) -> str:
+def _variables(name: str, info: FieldInfo) -> list[str]:
+    """The environment variables a setting is read from, first the one errors name."""
     alias = info.validation_alias
-    if isinstance(alias, AliasChoices) and isinstance(alias.choices[0], str):
-        return alias.choices[0]
-    return ENV_PREFIX + name.upper()
+    if isinstance(alias, AliasChoices):
+        names = [choice for choice in alias.choices if isinstance(choice, str) and choice != name]
+        if names:
+            return names
+    return [ENV_PREFIX + name.upper()]
+
+
+def _set_in(environ: Mapping[str, str], names: list[str]) -> str | None:
+    """The first of the variables set (matched without case, as pydantic-settings reads them)."""
+    present = {key.upper(): key for key in environ}
+    for name in names:
+        if name.upper() in present:
+            return present[name.upper()]
+    return None
+
+
+_SHOWABLE: Final = (bool, int, float, Path, type(None))
+
+
+def _shows_value(info: FieldInfo) -> bool:
+    """Whether an error may quote the value given: numbers, flags, paths and fixed choices
+    carry no secret; free text and tables may (a source's URL holds its password)."""
+    annotation = info.annotation
+    if get_origin(annotation) is Literal:
+        return True
+    if isinstance(annotation, UnionType) or get_origin(annotation) is Union:
+        return all(arg in _SHOWABLE for arg in get_args(annotation))
+    return annotation in _SHOWABLE
 
 
 def _describe(exc: ValidationError, path: Path | None, from_file: dict[str, Any]) -> str:
@@ -273,10 +301,10 @@ def _describe(exc: ValidationError, path: Path | None, from_file: dict[str, Any]
         info = Settings.model_fields.get(name)
         message = error["msg"]
         if info is not None and name not in from_file:
-            variable = _variable(name, info)
+            names = _variables(name, info)
+            variable = _set_in(os.environ, names) or names[0]
             given = os.environ.get(variable)
-            # The value is shown: only a typed setting fails, and secrets are free text.
-            shown = "" if given is None else f"={given!r}"
+            shown = "" if given is None or not _shows_value(info) else f"={given!r}"
             problems.append(f"{variable}{shown}: {message}")
         else:
             where = f"{path}: " if path is not None else ""
@@ -297,7 +325,7 @@ def load_settings(**overrides: Any) -> Settings:
     given = {
         name: value
         for name, value in from_file.items()
-        if _variable(name, Settings.model_fields[name]) not in os.environ
+        if _set_in(os.environ, _variables(name, Settings.model_fields[name])) is None
     }
     try:
         return Settings(**{**given, "settings_file": path, **overrides})
