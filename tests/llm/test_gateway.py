@@ -5,7 +5,9 @@ measured at the server, accounting, and record-then-replay."""
 from __future__ import annotations
 
 import asyncio
+import http.server
 import json
+import threading
 import time
 from pathlib import Path
 
@@ -273,3 +275,49 @@ async def test_azure_provider_uses_the_azure_client(monkeypatch: pytest.MonkeyPa
         log = server.stats()["log"]
     assert plain.choices == streamed.choices == ["from the deployment"]
     assert [entry["endpoint"] for entry in log] == ["chat", "chat"]
+
+
+class _CraftedAnswers(http.server.BaseHTTPRequestHandler):
+    """A provider whose answers name a choice that was not asked for."""
+
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+        choice = {"index": 3, "message": {"role": "assistant", "content": "x"}, "delta": {}}
+        if body.get("stream"):
+            choice["delta"] = {"content": "x"}
+            payload = f"data: {json.dumps({'choices': [choice]})}\n\ndata: [DONE]\n\n".encode()
+            kind = "text/event-stream"
+        else:
+            choice["index"] = -1  # would silently overwrite the last choice
+            payload = json.dumps({"choices": [choice]}).encode()
+            kind = "application/json"
+        self.send_response(200)
+        self.send_header("Content-Type", kind)
+        self.send_header("Content-Length", str(len(payload)))
+        self.end_headers()
+        self.wfile.write(payload)
+
+    def log_message(self, format: str, *args: object) -> None:
+        pass
+
+
+async def test_a_choice_index_not_asked_for_is_a_malformed_answer(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("CRAFTED_KEY", "k")
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _CraftedAnswers)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    base_url = f"http://127.0.0.1:{server.server_address[1]}/v1"
+    config = ProviderConfig(
+        name="crafted", base_url=base_url, api_key_env="CRAFTED_KEY", max_attempts=1
+    )
+    gateway = LLMGateway(ProviderSettings().with_provider(config, default=True))
+    try:
+        with pytest.raises(LLMError, match=r"'crafted' .*a choice index -1 \(asked for 1\)"):
+            await gateway.chat(None, ask("q"))
+        with pytest.raises(LLMError, match=r"'crafted' .*a choice index 3 \(asked for 1\)"):
+            await gateway.chat(None, ask("q"), on_delta=lambda i, t: None)
+    finally:
+        await gateway.aclose()
+        server.shutdown()

@@ -62,6 +62,14 @@ class _MalformedAnswer(Exception):
     """The answer is not the API's JSON: not JSON at all, or missing what it must hold."""
 
 
+def _choice_index(choice: dict[str, Any], n: int) -> int:
+    """A choice's index, one of the `n` asked for (a provider's answer is not trusted)."""
+    index = choice["index"]
+    if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < n:
+        raise _MalformedAnswer(f"a choice index {index!r} (asked for {n})")
+    return index
+
+
 @dataclass(slots=True)
 class ChatRequest:
     messages: list[dict[str, Any]]
@@ -427,7 +435,7 @@ class LLMGateway:
             response = await self._post(client, "/chat/completions", payload)
             try:
                 for choice in response["choices"]:
-                    index = choice["index"]
+                    index = _choice_index(choice, request.n)
                     texts[index] = choice["message"].get("content") or ""
                     finish[index] = choice.get("finish_reason")
                     keep_tokens(index, choice.get("logprobs"))
@@ -441,7 +449,12 @@ class LLMGateway:
                 usage[0] = event["usage"]
             try:
                 choices = [
-                    (c["index"], c.get("delta", {}).get("content"), c.get("finish_reason"), c)
+                    (
+                        _choice_index(c, request.n),
+                        c.get("delta", {}).get("content"),
+                        c.get("finish_reason"),
+                        c,
+                    )
                     for c in event.get("choices") or ()
                 ]
             except (KeyError, TypeError, AttributeError) as exc:
