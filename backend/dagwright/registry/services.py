@@ -32,7 +32,6 @@ if TYPE_CHECKING:
     from dagwright.llm.gateway import CallResult, ChatRequest, DeltaFn
     from dagwright.mcp.client import StdioAllowList
     from dagwright.methods.data_copilot.library import InterfaceLibrary
-    from dagwright.services.human import HumanInbox
 
 T = TypeVar("T")
 
@@ -143,6 +142,29 @@ class Secrets(Protocol):
         ...
 
 
+class PendingRequest(Protocol):
+    """A request to a person, as the run that asked sees it."""
+
+    @property
+    def id(self) -> str: ...
+
+
+class HumanRequests(Protocol):
+    """Where a paused run's questions to people go (a dagwright server's requests)."""
+
+    def ask(
+        self,
+        run_id: str,
+        node: str,
+        message: str,
+        form: dict[str, Any],
+        timeout_s: float | None,
+    ) -> PendingRequest:
+        """Record a request for the node (its path in the run: `loop[2]/approve` inside a
+        map item) waiting for an answer, expiring after `timeout_s` seconds when given."""
+        ...
+
+
 class AutoTqa(Protocol):
     """Answers a question with the AutoTQA agents."""
 
@@ -160,11 +182,11 @@ TABLES: Final = Service[Tables]("tables", "the data sources' query engine")
 APPS: Final = Service[AppInvocation]("apps", "calls to other apps (a dagwright server)")
 SECRETS: Final = Service[Secrets]("secrets", "secrets")
 AUTOTQA: Final = Service[AutoTqa]("autotqa", "the AutoTQA agents")
+HUMAN: Final = Service[HumanRequests]("human", "requests to people (a dagwright server)")
 # Services of one feature each, typed by their class.
 INTERFACES: Final[Service[InterfaceLibrary]] = Service(
     "interfaces", "Data-Copilot's interface libraries (the database)"
 )
-HUMAN: Final[Service[HumanInbox]] = Service("human", "requests to people (a dagwright server)")
 # The operator's settings for what runs on this host, typed by their value classes.
 SANDBOX: Final[Service[SandboxSettings]] = Service(
     "sandbox", "the Python sandbox's isolation settings"
@@ -192,8 +214,8 @@ class BlockServices:
         given: Mapping[Service[Any], object] | None = None,
         parent: BlockServices | None = None,
     ) -> None:
-        """`given`: services ready by key (tests; the process's go through `provide`, which
-        checks each against its key's type)."""
+        """`given`: services ready by key (tests; the process's go through `provide`, whose
+        value mypy checks against its key's type)."""
         self._ready: dict[Service[Any], object] = dict(given or {})
         wrong = [key for key in self._ready if not isinstance(key, Service)]
         if wrong:
