@@ -13,6 +13,7 @@ depends on, and, when blocks may use it, a line in `block_services()`.
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Awaitable, Callable
 from contextlib import ExitStack
@@ -48,6 +49,7 @@ if TYPE_CHECKING:
     from dagwright.tqa.service import TqaService
 
 T = TypeVar("T")
+logger = logging.getLogger(__name__)
 INVOKE_DEPTH = 8  # apps calling apps, nested at most this deep
 # "standalone" (`dagwright run` of a file): secrets from the environment (DAGWRIGHT_SECRET_<NAME>),
 # tables from the settings file's and the demo's sources, AutoTQA opened per question, no
@@ -479,11 +481,23 @@ class Composition:
     # -- closing ---------------------------------------------------------------------------
 
     async def aclose(self) -> None:
-        """Closes every service built, last built first (async ones on the calling loop)."""
+        """Closes every service built, last built first (async ones on the calling loop).
+        One that fails to close does not keep the others open: each is closed, then the
+        first failure is raised."""
+        closers = list(reversed(self._async_closers))
+        self._async_closers.clear()
+        if self._gateway_closer is not None:
+            closers.append(self._gateway_closer)
+            self._gateway_closer = None
+        failures: list[BaseException] = []
         try:
-            while self._async_closers:
-                await self._async_closers.pop()()
-            if self._gateway_closer is not None:
-                await self._gateway_closer()
+            for close in closers:
+                try:
+                    await close()
+                except Exception as exc:
+                    logger.exception("closing %s failed", getattr(close, "__qualname__", close))
+                    failures.append(exc)
         finally:
             self._stack.close()
+        if failures:
+            raise failures[0]
