@@ -863,8 +863,7 @@ class Executor:
         anything runs. Nodes named in `reuse` (by id) do not run: their given output
         is passed on as if they had just produced it."""
         values = resolve_inputs(plan, inputs or {})
-        needs = ((node.id, node.spec.needs_for(node.config)) for node in plan.every_node())
-        check_needs(needs, self.options.services)  # MissingServiceError, naming them all
+        check_needs(plan.needs(), self.options.services)  # MissingServiceError, naming them all
         by_index, inner = split_reuse(plan, reuse or {})
         run_id = run_id or uuid.uuid4().hex
         return Run(plan, values, run_id, self.options, self._slots, by_index, inner_reuse=inner)

@@ -5,13 +5,13 @@ their run-time checks decided once, so a run does no lookups by name.
 from __future__ import annotations
 
 from collections import defaultdict
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from pydantic import BaseModel
 
-from dagwright.registry import BlockSpec, Compat, Registry, checker_for, compatibility
+from dagwright.registry import BlockSpec, Compat, Registry, Service, checker_for, compatibility
 from dagwright.registry.types import Checker
 from dagwright.runtime.flow import ERROR_PORT, Edge, ErrorPolicy, Flow
 from dagwright.runtime.subflow import AppResolver, SubflowConfig
@@ -73,9 +73,22 @@ class CompiledFlow:
     subflows: dict[str, CompiledFlow] = field(default_factory=dict)
     # Whether a node runs sub-flows: decided once, since every run (each iteration too) asks.
     calls_subflows: bool = field(init=False)
+    # The services each node needs, worked out on the first run (sub-flows are added after
+    # the flow is built): every run checks them before it starts.
+    _needs: tuple[tuple[str, Sequence[Service[Any]]], ...] | None = field(
+        default=None, init=False, repr=False
+    )
 
     def __post_init__(self) -> None:
         self.calls_subflows = any(node.orchestrates for node in self.nodes)
+
+    def needs(self) -> tuple[tuple[str, Sequence[Service[Any]]], ...]:
+        """(node id, the services it declares it needs) for every node a run may execute."""
+        if self._needs is None:
+            self._needs = tuple(
+                (node.id, node.spec.needs_for(node.config)) for node in self.every_node()
+            )
+        return self._needs
 
     def every_node(self) -> Iterator[PlanNode]:
         """The nodes of this flow and of every sub-flow of its document (not of the apps it
