@@ -81,26 +81,36 @@ async function json<T>(response: Response): Promise<T> {
   if (!response.ok) throw await apiErrorOf(response);
   if (response.status === 204) return undefined as T;
   const text = await response.text();
+  if (!text) return undefined as T;
   try {
-    return (text ? JSON.parse(text) : undefined) as T;
+    return JSON.parse(text) as T;
   } catch {
-    return undefined as T; // not JSON: nothing the caller could use
+    // A 2xx that is not JSON (a proxy's page, a misrouted static file): the caller would
+    // otherwise read fields of undefined far from here.
+    throw new ApiError(response.status, "not_json", text.slice(0, 300));
   }
 }
 
+export interface RequestOptions {
+  /** Aborting it cancels the call: the promise rejects with the abort's DOMException (not an
+   *  ApiError), which the caller, having moved on, ignores. */
+  signal?: AbortSignal;
+}
+
 /** A JSON call: `body` (if any) sent as JSON, the answer parsed; a refusal throws ApiError. */
-export async function request<T>(method: string, path: string, body?: unknown): Promise<T> {
+export async function request<T>(method: string, path: string, body?: unknown, options: RequestOptions = {}): Promise<T> {
   const response = await send(path, {
     method,
     headers: body === undefined ? {} : { "Content-Type": "application/json" },
     body: body === undefined ? undefined : JSON.stringify(body),
+    signal: options.signal,
   });
   return json<T>(response);
 }
 
 /** A file's bytes POSTed as they are; the JSON answer parsed. */
-export async function upload<T>(path: string, body: BodyInit, contentType = "application/octet-stream"): Promise<T> {
-  return json<T>(await send(path, { method: "POST", headers: { "Content-Type": contentType }, body }));
+export async function upload<T>(path: string, body: BodyInit, contentType = "application/octet-stream", options: RequestOptions = {}): Promise<T> {
+  return json<T>(await send(path, { method: "POST", headers: { "Content-Type": contentType }, body, signal: options.signal }));
 }
 
 export interface StreamOptions {
