@@ -1,9 +1,10 @@
 // The editor's calls to the API, typed (docs/api.md).
 
-import { request } from "./transport";
+import { type RequestOptions, request } from "./transport";
 import type {
   AppExport,
   AppOut,
+  AppUpdate,
   BlockPorts,
   BlocksResponse,
   FlowDocument,
@@ -12,7 +13,9 @@ import type {
   Page,
   SecretsResponse,
   TypesResponse,
+  TemplateVariablesOut,
   ValidationResult,
+  VersionCreate,
   VersionDetail,
   VersionDiff,
   VersionOut,
@@ -26,7 +29,7 @@ export const api = {
   createApp: (slug: string, name: string, description = "") =>
     request<AppOut>("POST", `${V1}/apps`, { slug, name, description }),
   getApp: (app: string) => request<AppOut>("GET", `${V1}/apps/${e(app)}`),
-  updateApp: (app: string, changes: { name?: string; description?: string }) =>
+  updateApp: (app: string, changes: AppUpdate) =>
     request<AppOut>("PATCH", `${V1}/apps/${e(app)}`, changes),
   deleteApp: (app: string) => request<void>("DELETE", `${V1}/apps/${e(app)}`),
 
@@ -34,7 +37,7 @@ export const api = {
     request<Page<VersionOut>>("GET", `${V1}/apps/${e(app)}/versions?offset=${offset}&limit=${limit}`),
   getVersion: (app: string, version: string | number) =>
     request<VersionDetail>("GET", `${V1}/apps/${e(app)}/versions/${e(String(version))}`),
-  createVersion: (app: string, body: { flow: FlowDocument; note: string; author?: string; parent_id: string | null }) =>
+  createVersion: (app: string, body: VersionCreate) =>
     request<VersionOut>("POST", `${V1}/apps/${e(app)}/versions`, body),
   diff: (app: string, a: string | number, b: string | number) =>
     request<VersionDiff>("GET", `${V1}/apps/${e(app)}/diff?a=${e(String(a))}&b=${e(String(b))}`),
@@ -46,11 +49,11 @@ export const api = {
 
   validate: (flow: FlowDocument) => request<ValidationResult>("POST", `${V1}/validate`, { flow }),
   blocks: () => request<BlocksResponse>("GET", `${V1}/blocks`),
-  ports: (block: string, config: Record<string, unknown>) =>
-    request<BlockPorts>("POST", `${V1}/blocks/${e(block)}/ports`, config),
+  ports: (block: string, config: Record<string, unknown>, options?: RequestOptions) =>
+    request<BlockPorts>("POST", `${V1}/blocks/${e(block)}/ports`, config, options),
   types: () => request<TypesResponse>("GET", `${V1}/types`),
-  templateVariables: (template: string) =>
-    request<{ variables: string[] }>("POST", `${V1}/template-variables`, { template }).then((r) => r.variables),
+  templateVariables: (template: string, options?: RequestOptions) =>
+    request<TemplateVariablesOut>("POST", `${V1}/template-variables`, { template }, options).then((r) => r.variables),
   secrets: () => request<SecretsResponse>("GET", `${V1}/secrets`),
 
   listKeys: (app: string) => request<KeyOut[]>("GET", `${V1}/apps/${e(app)}/keys`),

@@ -4,7 +4,6 @@
 import type { components } from "./schema";
 import { request } from "./transport";
 
-export type ModelOption = components["schemas"]["ModelOption"];
 export type ModelsOut = components["schemas"]["ModelsOut"];
 
 let cached: Promise<ModelsOut> | null = null;

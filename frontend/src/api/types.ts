@@ -176,6 +176,12 @@ export type AppOut = Schemas["AppOut"];
 export type VersionOut = Schemas["VersionOut"];
 /** The server types a flow as a JSON object; the editor reads it as a FlowDocument. */
 export type VersionDetail = Omit<Schemas["VersionDetail"], "flow"> & { flow: FlowDocument };
+export type AppUpdate = Schemas["AppUpdate"];
+/** The fields the server fills when they are left out (the generated type marks a field with
+ *  a default as always present, as it is in an answer). */
+type Defaulted<T, K extends keyof T> = Omit<T, K> & Partial<Pick<T, K>>;
+/** POST /api/v1/apps/{app}/versions: a FlowDocument as the flow; note and author may be left out. */
+export type VersionCreate = Defaulted<Omit<Schemas["VersionCreate"], "flow"> & { flow: FlowDocument }, "note" | "author">;
 
 export interface Page<T> {
   items: T[];
@@ -207,6 +213,8 @@ export interface VersionDiff {
 
 export type KeyOut = Schemas["KeyOut"];
 export type KeyCreated = Schemas["KeyCreated"];
+/** POST /api/v1/template-variables: what a template reads, by the server's own parser. */
+export type TemplateVariablesOut = Schemas["TemplateVariablesOut"];
 
 /** GET /api/v1/secrets: names only; values never leave the server. */
 export interface SecretsResponse {

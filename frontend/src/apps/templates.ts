@@ -8,6 +8,8 @@ import { ApiError, request } from "../api/transport";
 import type { AppOut, FlowDocument } from "../api/types";
 
 export type TemplateOut = components["schemas"]["TemplateOut"];
+/** The server types a flow as a JSON object; the editor reads it as a FlowDocument. */
+type TemplateDetail = Omit<components["schemas"]["TemplateDetail"], "flow"> & { flow: FlowDocument };
 
 export const listTemplates = () => request<TemplateOut[]>("GET", "/api/v1/templates");
 
@@ -19,7 +21,7 @@ export function freeSlug(base: string, taken: ReadonlySet<string>): string {
 }
 
 export async function createFromTemplate(template: TemplateOut, taken: ReadonlySet<string>): Promise<AppOut> {
-  const detail = await request<TemplateOut & { flow: FlowDocument }>("GET", `/api/v1/templates/${template.id}`);
+  const detail = await request<TemplateDetail>("GET", `/api/v1/templates/${template.id}`);
   const app = await api.createApp(freeSlug(template.name, taken), template.name.replace(/_/g, " "), template.description);
   try {
     await api.createVersion(app.slug, { flow: detail.flow, note: `from the template ${template.id}`, parent_id: null });

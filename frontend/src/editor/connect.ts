@@ -21,7 +21,7 @@ export interface ConnectionCheck {
 /** One edge's types by the server's matrix (GET /api/v1/types). A pair it does not list
  *  (types born of dynamic ports) is allowed: validation, asked after every edit, and Save
  *  judge it by the same rules. The editor has no type rules of its own. */
-export function checkTypes(
+function checkTypes(
   source: string,
   target: string,
   matrix: TypesResponse["compatibility"] | null,
@@ -65,7 +65,7 @@ export function checkConnection(
 }
 
 /** Is `to` downstream of `from`? */
-export function reaches(graph: Graph, from: string, to: string): boolean {
+function reaches(graph: Graph, from: string, to: string): boolean {
   const next = new Map<string, string[]>();
   for (const e of graph.edges) {
     const list = next.get(e.source);

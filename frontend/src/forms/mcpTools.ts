@@ -1,7 +1,8 @@
 // The tools of an MCP server, as the server lists them (POST /api/v1/mcp/tools), for the
 // mcp_tool block's config form.
 
-import { request } from "../api/transport";
+import type { components } from "../api/schema";
+import { type RequestOptions, request } from "../api/transport";
 
 export interface McpTool {
   name: string;
@@ -18,14 +19,10 @@ export interface JsonSchemaObject {
 
 /** Where the server is, from the block's config: a URL, or a stdio command (when the
  *  operator allows it), with the secret holding its bearer token. */
-export interface McpServerRef {
-  url?: string;
-  command?: string[];
-  token_secret?: string;
-}
+export type McpServerIn = components["schemas"]["McpServerIn"];
 
-export function serverOf(config: Record<string, unknown>): McpServerRef | null {
-  const ref: McpServerRef = {};
+export function serverOf(config: Record<string, unknown>): McpServerIn | null {
+  const ref: McpServerIn = {};
   if (typeof config.url === "string" && config.url) ref.url = config.url;
   else if (Array.isArray(config.command) && config.command.length > 0) ref.command = config.command.map(String);
   else return null;
@@ -33,8 +30,8 @@ export function serverOf(config: Record<string, unknown>): McpServerRef | null {
   return ref;
 }
 
-export function listMcpTools(server: McpServerRef): Promise<McpTool[]> {
-  return request<{ tools: McpTool[] }>("POST", "/api/v1/mcp/tools", server).then((r) => r.tools);
+export function listMcpTools(server: McpServerIn, options?: RequestOptions): Promise<McpTool[]> {
+  return request<{ tools: McpTool[] }>("POST", "/api/v1/mcp/tools", server, options).then((r) => r.tools);
 }
 
 /** A tool's arguments, one row each: name, type, whether required, description, default. */
