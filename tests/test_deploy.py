@@ -61,6 +61,11 @@ def test_workers_execute_the_queue_of_the_api_replicas() -> None:
     alive = worker["environment"]["DAGWRIGHT_WORKER_ALIVE_FILE"]
     assert alive in " ".join(worker["healthcheck"]["test"])
     assert worker["depends_on"]["api"]["condition"] == "service_healthy"
+    # SIGTERM hands unfinished runs over after the grace period, before the platform's kill.
+    grace = float(worker["environment"]["DAGWRIGHT_WORKER_SHUTDOWN_GRACE"])
+    kill_after = worker["stop_grace_period"]
+    assert kill_after.endswith("m")
+    assert grace + 10 <= float(kill_after[:-1]) * 60
 
 
 def test_ports_and_volumes() -> None:

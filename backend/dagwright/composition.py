@@ -356,6 +356,9 @@ class Composition:
             heartbeat=settings.worker_heartbeat,
             stalled_after=settings.worker_stalled_after,
             alive_file=settings.worker_alive_file,
+            shutdown_grace=settings.worker_shutdown_grace,
+            evaluation_chunk=settings.queue_evaluation_chunk,
+            poll_interval=settings.worker_poll_interval,
         )
 
     def run_queue(self) -> RunQueue | None:

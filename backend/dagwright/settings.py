@@ -103,6 +103,18 @@ class Settings(BaseSettings):
         15.0, gt=0, description="seconds of silence after which a worker is dead"
     )
     worker_alive_file: Path | None = Field(None, description="touched every heartbeat")
+    worker_shutdown_grace: float = Field(
+        30.0,
+        ge=0,
+        description="after SIGTERM, seconds a worker's runs may take to finish before it hands "
+        "them back to the queue, for another worker to resume",
+    )
+    worker_poll_interval: float = Field(
+        1.0, gt=0, description="seconds between an idle worker's looks for jobs freed"
+    )
+    queue_evaluation_chunk: int = Field(
+        10, ge=1, description="examples per job of a queued evaluation"
+    )
 
     # -- models ----------------------------------------------------------------------------
     default_model: str = "gpt-4o-mini"

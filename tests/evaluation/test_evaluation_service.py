@@ -11,11 +11,13 @@ import pytest
 from sqlalchemy import Engine, delete, update
 from sqlmodel import col
 
-from dagwright.errors import NotFoundError
+from dagwright.errors import ConflictError, NotFoundError
 from dagwright.evaluation.datasets import unique_header
 from dagwright.evaluation.sql_databases import FolderDatabases
 from dagwright.services.evaluations import EvaluationService
+from dagwright.store.db import session
 from dagwright.store.evaluation_models import EvalResult, Evaluation
+from dagwright.store.evaluations import EvaluationRepository
 
 from .conftest import FIXTURES
 
@@ -118,6 +120,45 @@ async def test_generic_dataset_run_resume_report(
     assert report["failures"][0]["prediction"] == 2
     assert report["failures"][0]["trace"] == f"/api/v1/runs/{second_runs['q3']}"
     assert report["latency"]["mean"] > 0
+
+
+async def test_examples_run_in_chunks_keep_one_result_each(
+    evaluations: EvaluationService, engine: Engine, tmp_path: Path
+) -> None:
+    """Queue mode's pieces (services/queue runs them as jobs on several workers): the plan,
+    chunks of examples run in any order and again, one result per example, one scoring."""
+    path = _generic_dataset(tmp_path / "files")
+    evaluations.datasets.import_file("chunked", "generic", path)
+    _count_rows_app(evaluations, "chunks")
+    row = evaluations.create("chunks", None, "chunked")
+    ids, done = evaluations.plan(row.id)
+    assert (ids, done) == (["q1", "q2", "q3"], set())
+    assert evaluations.get(row.id).status == "running"
+
+    assert await evaluations.run_examples(row.id, ["q2", "q3"]) is False
+    first = {r.example_id: r.run_id for r in evaluations.rows(row.id)}
+    assert set(first) == {"q2", "q3"}
+    # A chunk taken up again (its worker stopped) runs only what has no result.
+    assert await evaluations.run_examples(row.id, ["q3", "q1"]) is True
+    results = {r.example_id: r.run_id for r in evaluations.rows(row.id)}
+    assert set(results) == {"q1", "q2", "q3"}
+    assert results["q3"] == first["q3"]
+    # A result written twice (two workers finishing one example) keeps the first.
+    with session(engine) as db:
+        EvaluationRepository(db).add_results(
+            [{"evaluation_id": row.id, "example_id": "q1", "run_id": None, "prediction": 0}]
+        )
+        db.commit()
+    assert {r.example_id: r.run_id for r in evaluations.rows(row.id)} == results
+
+    scored = evaluations.finish(row.id)
+    assert scored.status == "completed"
+    assert scored.aggregate is not None
+    assert scored.aggregate["accuracy"] == pytest.approx(2 / 3)
+    assert evaluations.finish(row.id).finished_at == scored.finished_at  # scored once
+    assert await evaluations.run_examples(row.id, ["q1"]) is True  # complete: nothing runs
+    with pytest.raises(ConflictError):
+        evaluations.plan(row.id)
 
 
 async def test_wikitq_pack_tables_are_queryable_and_scored(

@@ -38,6 +38,7 @@ from support.server import (
 RUNS = 200
 TALLIED = ("a", "s", "b")  # the nodes of tally_flow that count their calls
 STALLED_AFTER = 3.0  # seconds of silence after which a worker is taken for dead
+SHUTDOWN_GRACE = 6.0  # seconds a stopping worker lets its runs finish before handing them over
 
 
 @dataclass
@@ -95,6 +96,9 @@ def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
         "DAGWRIGHT_WORKER_CONCURRENCY": "25",
         "DAGWRIGHT_WORKER_HEARTBEAT": "0.5",
         "DAGWRIGHT_WORKER_STALLED_AFTER": str(STALLED_AFTER),
+        "DAGWRIGHT_WORKER_POLL_INTERVAL": "0.5",
+        "DAGWRIGHT_WORKER_SHUTDOWN_GRACE": str(SHUTDOWN_GRACE),
+        "DAGWRIGHT_QUEUE_EVALUATION_CHUNK": "1",
         # Every process decrypts the same secrets (as docker-compose.yml shares the key).
         "DAGWRIGHT_SECRET_KEY": Fernet.generate_key().decode(),
     }
@@ -269,10 +273,23 @@ def test_a_cancel_through_either_server_reaches_the_worker(cluster: Cluster) -> 
     assert cluster.counts()[run_id, "b"] == 0
 
 
-def test_an_evaluation_goes_on_after_its_worker_is_killed(cluster: Cluster) -> None:
+def replica_names(cluster: Cluster, sql: str, **params: Any) -> Counter[str]:
+    """How many of the runs that `sql` selects (ids) each live worker holds."""
+    rows = cluster.rows(
+        f"SELECT l.name FROM runs r JOIN replicas l ON l.id = r.replica WHERE r.id IN ({sql})",
+        **params,
+    )
+    return Counter(row[0] for row in rows)
+
+
+def test_an_evaluation_spreads_over_the_workers_and_survives_a_killed_one(
+    cluster: Cluster,
+) -> None:
     api = cluster.api(0)
-    api.published_app("judged", tally_flow(cluster.tally, seconds=1.0))
-    examples = 16
+    api.published_app("judged", tally_flow(cluster.tally, seconds=2.0))
+    # One example per job (DAGWRIGHT_QUEUE_EVALUATION_CHUNK), in more lanes than one worker
+    # takes jobs at once (DAGWRIGHT_WORKER_CONCURRENCY 25): both workers must run some.
+    examples, lanes = 40, 30
     path = cluster.servers[0].data_dir / "sources" / "echo.jsonl"  # where sources may be read
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(
@@ -292,40 +309,136 @@ def test_an_evaluation_goes_on_after_its_worker_is_killed(cluster: Cluster) -> N
             "dataset": "echo",
             "inputs": {"value": "question"},
             "output": "value",
-            "concurrency": 2,
+            "concurrency": lanes,
         },
     )
     assert started.status_code == 202, started.text
     evaluation_id = started.json()["id"]
-    # Kill the worker running it once some examples have their result and most do not.
-    cluster.wait_for(
-        "some examples done",
-        lambda: (
-            cluster.scalar(
-                "SELECT count(*) FROM eval_results WHERE evaluation_id = :e", e=evaluation_id
-            )
-            >= 2
-        ),
-    )
-    owner = cluster.scalar(
-        "SELECT l.name FROM runs r JOIN replicas l ON l.id = r.replica "
-        "WHERE r.mode = 'eval' AND r.status = 'running' LIMIT 1"
-    )
+    eval_runs = "SELECT id FROM runs WHERE mode = 'eval'"
+    seen: list[int] = []  # the API's count of examples with a result, as they finish
+
+    def spread_and_partly_done() -> bool:
+        state = api.http.get(f"/api/v1/evaluations/{evaluation_id}").json()
+        seen.append(state["done"])
+        on = replica_names(cluster, eval_runs)
+        return len(on) == 2 and 0 < state["done"] < examples
+
+    cluster.wait_for("examples on both workers, some done", spread_and_partly_done)
+    assert state_is_running(api, evaluation_id)
+    # Kill a worker that is running examples: the other runs what it left.
+    owner = next(iter(replica_names(cluster, eval_runs + " AND status = 'running'")))
     worker = next(w for w in cluster.workers if w.replica == owner)
     worker.kill()
-    done_before = cluster.scalar(
-        "SELECT count(*) FROM eval_results WHERE evaluation_id = :e", e=evaluation_id
-    )
-    assert done_before < examples
     cluster.workers.remove(worker)
-    cluster.add_worker(f"{owner}-again")
 
     def finished() -> dict[str, Any] | None:
         state: dict[str, Any] = api.http.get(f"/api/v1/evaluations/{evaluation_id}").json()
+        seen.append(state["done"])
         return state if state["status"] == "completed" else None
 
     state = cluster.wait_for("the evaluation completed", finished, timeout=120)
+    cluster.add_worker(f"{owner}-again")  # back to two workers for the tests that follow
     assert state["done"] == examples
-    results = api.http.get(f"/api/v1/evaluations/{evaluation_id}/results").json()
+    assert seen == sorted(seen)  # results only come, and were visible as they came
+    assert any(0 < done < examples for done in seen)
+    results = api.http.get(f"/api/v1/evaluations/{evaluation_id}/results?limit=100").json()
     assert sorted(r["id"] for r in results) == sorted(f"e{i}" for i in range(examples))
     assert all(r["correct"] for r in results)
+    # One result per example, each from a run that succeeded; scored once, by one worker.
+    rows = cluster.rows(
+        "SELECT e.example_id, r.status FROM eval_results e JOIN runs r ON r.id = e.run_id "
+        "WHERE e.evaluation_id = :e",
+        e=evaluation_id,
+    )
+    assert len(rows) == examples
+    assert {status for _, status in rows} == {"succeeded"}
+    logs = "".join(w.output() for w in [*cluster.workers, worker])
+    assert logs.count(f"evaluation {evaluation_id} scored") == 1
+
+
+def state_is_running(api: Api, evaluation_id: str) -> bool:
+    return bool(api.http.get(f"/api/v1/evaluations/{evaluation_id}").json()["status"] == "running")
+
+
+def test_a_stopping_worker_hands_its_runs_over(cluster: Cluster) -> None:
+    """SIGTERM: the runs that finish within the grace period finish on the stopping worker;
+    the others go back to the queue at once (not left to the stale-job sweep) and another
+    worker resumes them from their recorded node results."""
+    api = cluster.api(0)
+    hold = cluster.folder / "hold"  # while it exists, the held nodes wait
+    hold.touch()
+    held = tally_flow(cluster.tally, seconds=0)
+    held["nodes"][2]["config"]["hold"] = str(hold)  # s: waits for the hold
+    once = tally_flow(cluster.tally, seconds=0)
+    once["nodes"][3]["config"]["hold"] = str(hold)  # b, the not-retryable one, waits
+    key_held = api.published_app("held", held)
+    key_short = api.published_app("short", tally_flow(cluster.tally, seconds=1.0))
+    key_once = api.published_app("held-once", once)
+    # One worker, so that it holds every run when it is told to stop.
+    for worker in cluster.workers:
+        worker.stop()
+    cluster.workers.clear()
+    leaver = cluster.add_worker("leaver")
+    long_runs = [queue_run(api, "held", key_held, f"h{i}") for i in range(3)]
+    once_run = queue_run(api, "held-once", key_once, "o")
+
+    def began(run_id: str, node_id: str) -> bool:
+        return cluster.counts()[run_id, node_id] >= 1
+
+    cluster.wait_for(
+        "the held runs inside their held node",
+        lambda: all(began(run, "s") for run in long_runs) and began(once_run, "b"),
+    )
+    short_runs = [queue_run(api, "short", key_short, f"s{i}") for i in range(3)]
+    cluster.wait_for("the short runs inside s", lambda: all(began(r, "s") for r in short_runs))
+    assert leaver.process is not None
+    leaver.process.terminate()  # SIGTERM, as `docker stop` sends
+    assert leaver.process.wait(SHUTDOWN_GRACE + 30) == 0
+    cluster.workers.remove(leaver)
+
+    # No worker is left: what the leaver handed over waits in the queue, its job ready.
+    statuses = dict(
+        cluster.rows(
+            "SELECT id, status FROM runs WHERE id = ANY(:ids)",
+            ids=[*long_runs, once_run, *short_runs],
+        )
+    )
+    assert {statuses[run] for run in short_runs} == {"succeeded"}  # within the grace
+    assert {statuses[run] for run in [*long_runs, once_run]} == {"queued"}
+    jobs = cluster.rows(
+        "SELECT j.status, j.worker_id FROM procrastinate_jobs j JOIN runs r ON r.job_id = j.id "
+        "WHERE r.id = ANY(:ids)",
+        ids=[*long_runs, once_run],
+    )
+    assert [(status, worker_id) for status, worker_id in jobs] == [("todo", None)] * 4
+    assert "handed back to the queue" in leaver.output()
+    recorded = {
+        (row[0], row[1])
+        for row in cluster.rows(
+            "SELECT run_id, node FROM run_nodes WHERE run_id = ANY(:ids) AND status = 'succeeded'",
+            ids=[*long_runs, once_run],
+        )
+    }
+    assert {(run, "a") for run in [*long_runs, once_run]} <= recorded
+
+    hold.unlink()
+    cluster.add_worker("taker")
+    for run in long_runs:
+        record = api.wait_for_run(run, ended, timeout=60)
+        assert record["status"] == "succeeded", record
+        assert record["outputs"] == {"value": record["inputs"]["value"]}
+    record = api.wait_for_run(once_run, ended, timeout=60)
+    assert record["status"] == "failed"
+    assert record["error"]["code"] == "not_retryable"  # cut short inside it: not called again
+    counts = cluster.counts()
+    for run in [*long_runs, once_run, *short_runs]:
+        assert counts[run, "a"] == 1, f"{run}/a finished, then ran again"
+        assert counts[run, "b"] == 1
+    for run in long_runs:
+        assert counts[run, "s"] == 2  # cut short by the hand-over, then run again
+    for run in short_runs:
+        assert counts[run, "s"] == 1
+
+
+def ended(run: dict[str, Any]) -> bool:
+    return run["status"] not in ("queued", "running")

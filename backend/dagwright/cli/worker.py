@@ -20,9 +20,10 @@ def worker(
         typer.Option(help="Runs executed at once (default DAGWRIGHT_WORKER_CONCURRENCY, 16)."),
     ] = None,
 ) -> None:
-    """Execute queued runs until stopped (SIGTERM finishes the runs in progress first). Any
+    """Execute queued runs until stopped (SIGTERM lets the runs in progress finish within
+    DAGWRIGHT_WORKER_SHUTDOWN_GRACE seconds and hands the others back to the queue). Any
     number of workers, on any machines, share the queue in the service's PostgreSQL; a run
-    whose worker dies is resumed by another."""
+    whose worker stops or dies is resumed by another."""
     from dagwright.settings import load_settings
 
     overrides = {} if concurrency is None else {"worker_concurrency": concurrency}

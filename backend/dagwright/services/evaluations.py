@@ -13,8 +13,9 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -39,6 +40,8 @@ if TYPE_CHECKING:
     from dagwright.services.apps import AppService
     from dagwright.services.runs.service import RunService
     from dagwright.store.models import Version
+
+log = logging.getLogger(__name__)
 
 EXAMPLE_FIELDS = ("question", "table", "tables", "db_id", "id")
 DEFAULT_PREDICTED_DIALECT = "duckdb"  # the SQL apps write runs on the DuckDB engine
@@ -97,7 +100,13 @@ class AppTarget:
         live = await self.runs.start(
             self.plan, task.inputs, app_id=self.app_id, version_id=self.version_id, mode="eval"
         )
-        record = await live.wait()
+        try:
+            record = await live.wait()
+        except asyncio.CancelledError:
+            # The evaluation stopped (cancelled, or its worker handing its job over): its
+            # example's run stops with it rather than go on with nobody to keep its result.
+            live.run.cancel("the evaluation running it stopped")
+            raise
         usage = Usage.from_dict(record.usage or {})
         error = None
         if record.status != "succeeded":
@@ -237,6 +246,21 @@ class EvaluationService:
 
         return write
 
+    def _target(self, row: Evaluation, version: Version) -> AppTarget:
+        return AppTarget(
+            self._runs,
+            self._apps.compiled(version),
+            version.app_id,
+            version.id,
+            row.settings.get("output"),
+        )
+
+    @staticmethod
+    def _tasks(row: Evaluation, examples: builtins.list[EvalExample]) -> Iterator[Task]:
+        mapping: dict[str, str] = row.settings["inputs"]
+        for e in examples:
+            yield Task(e.example_id, {name: example_fields(e)[f] for name, f in mapping.items()})
+
     async def run(
         self,
         evaluation_id: str,
@@ -247,19 +271,9 @@ class EvaluationService:
         """Runs the examples without a result, then scores them all. The database reads and
         the scoring (Spider's runs queries) go to a thread: a server's loop keeps answering."""
         row, version, examples, done = await asyncio.to_thread(self._prepare_run, evaluation_id)
-        target = AppTarget(
-            self._runs,
-            self._apps.compiled(version),
-            version.app_id,
-            version.id,
-            row.settings.get("output"),
-        )
-        mapping: dict[str, str] = row.settings["inputs"]
+        target = self._target(row, version)
         todo = [e for e in examples if e.example_id not in done]
-        tasks = (
-            Task(e.example_id, {name: example_fields(e)[f] for name, f in mapping.items()})
-            for e in todo
-        )
+        tasks = self._tasks(row, todo)
         try:
             await run_batch(
                 tasks,
@@ -285,6 +299,56 @@ class EvaluationService:
         version = self._apps.get_version(row.app_id, row.version_id)
         self._set_status(row.id, "running")
         return row, version, self._examples(row), self.done_ids(row.id)
+
+    # -- queue mode: an evaluation's examples spread over workers (services/queue) -----------
+
+    def plan(self, evaluation_id: str) -> tuple[builtins.list[str], set[str]]:
+        """Marks the evaluation running; returns its examples' ids in the dataset's order and
+        those that have a result. ConflictError `evaluation_complete` when it is complete."""
+        _row, _version, examples, done = self._prepare_run(evaluation_id)
+        return [e.example_id for e in examples], done
+
+    async def run_examples(self, evaluation_id: str, example_ids: Sequence[str]) -> bool:
+        """Runs those of `example_ids` that have no result yet, one after the other, each
+        result recorded as it comes (once: a result already there is kept). Returns True
+        when every example of the evaluation has a result. Nothing runs once the evaluation
+        is complete."""
+        row, version, todo = await asyncio.to_thread(
+            self._examples_to_run, evaluation_id, example_ids
+        )
+        if todo:
+            await run_batch(
+                self._tasks(row, todo),
+                len(todo),
+                self._target(row, version),
+                self._sink(row.id),
+                concurrency=1,
+            )
+        return len(await asyncio.to_thread(self.done_ids, row.id)) >= row.total
+
+    def _examples_to_run(
+        self, evaluation_id: str, example_ids: Sequence[str]
+    ) -> tuple[Evaluation, Version, builtins.list[EvalExample]]:
+        row = self.get(evaluation_id)
+        if row.app_id is None or row.version_id is None:
+            raise ConflictError(f"evaluation {row.id} has no app version to run")
+        version = self._apps.get_version(row.app_id, row.version_id)
+        if row.status == "completed":
+            return row, version, []
+        done = self.done_ids(row.id)
+        wanted = [key for key in example_ids if key not in done]
+        with session(self._db) as db:
+            examples = DatasetRepository(db).examples_by_id(row.dataset_id, row.split, wanted)
+        return row, version, examples
+
+    def finish(self, evaluation_id: str) -> Evaluation:
+        """Scores the evaluation unless it is complete already (scored then, by another)."""
+        row = self.get(evaluation_id)
+        if row.status == "completed":
+            return row
+        scored = self.score(row.id)
+        log.info("evaluation %s scored: %s", row.id, scored.status)
+        return scored
 
     def _set_status(self, evaluation_id: str, status: str) -> None:
         with session(self._db) as db:

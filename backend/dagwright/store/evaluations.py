@@ -9,6 +9,7 @@ from datetime import datetime
 from typing import Any
 
 from sqlalchemy import bindparam, delete, func, insert, update
+from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session, col, select
 
 from dagwright.errors import NotFoundError
@@ -78,6 +79,19 @@ class DatasetRepository:
         )
         if limit is not None:
             query = query.limit(limit)
+        return list(self._db.exec(query).all())
+
+    def examples_by_id(self, dataset_id: str, split: str, ids: Sequence[str]) -> list[EvalExample]:
+        """Those of `ids` that the split holds, in the order of the dataset's file."""
+        query = (
+            select(EvalExample)
+            .where(
+                EvalExample.dataset_id == dataset_id,
+                EvalExample.split == split,
+                col(EvalExample.example_id).in_(list(ids)),
+            )
+            .order_by(col(EvalExample.seq))
+        )
         return list(self._db.exec(query).all())
 
 
@@ -156,8 +170,21 @@ class EvaluationRepository:
     # -- results ---------------------------------------------------------------------------
 
     def add_results(self, rows: Sequence[Mapping[str, Any]]) -> None:
-        """Results as column values, in one statement."""
-        self._db.execute(insert(EvalResult), list(rows))
+        """Results as column values, in one statement; an example that has a result keeps it
+        (an example run again by a retried job of a queued evaluation gives no second one)."""
+        if not rows:
+            return
+        table = EvalResult.__table__  # type: ignore[attr-defined]
+        dialect = self._db.get_bind().dialect.name
+        if dialect == "postgresql":
+            self._db.execute(postgresql.insert(table).on_conflict_do_nothing(), list(rows))
+        elif dialect == "sqlite":
+            self._db.execute(sqlite.insert(table).on_conflict_do_nothing(), list(rows))
+        else:  # no ON CONFLICT: leave out the examples that have one (MySQL's IGNORE hides more)
+            done = self.done_ids(str(rows[0]["evaluation_id"]))
+            fresh = [row for row in rows if row["example_id"] not in done]
+            if fresh:
+                self._db.execute(insert(EvalResult), fresh)
 
     def results(self, evaluation_id: str) -> dict[str, EvalResult]:
         """The evaluation's results by example id."""

@@ -18,6 +18,7 @@ class TallyConfig(BaseModel):
 
     file: str = Field(description="The file each call appends '<run id> <node>' to.")
     seconds: float = Field(0.0, ge=0, le=3600, description="How long to wait after counting.")
+    hold: str | None = Field(None, description="While this file exists, wait (then `seconds`).")
 
 
 def _count(config: TallyConfig, context: NodeContext) -> None:
@@ -30,6 +31,15 @@ def _count(config: TallyConfig, context: NodeContext) -> None:
         os.close(fd)
 
 
+async def _wait(config: TallyConfig) -> None:
+    # The hold is a file that the test, another process, removes: polled, no event to await.
+    while config.hold is not None:
+        if not await asyncio.to_thread(os.path.exists, config.hold):
+            break
+        await asyncio.sleep(0.05)
+    await asyncio.sleep(config.seconds)
+
+
 @block(
     "tally",
     category="data_process",
@@ -40,7 +50,7 @@ async def tally(config: TallyConfig, context: NodeContext, value: Any) -> Any:
     """Appends this call to the file, waits `seconds`, returns the value it was given. A
     side effect that may happen again when a run resumes after a crash."""
     _count(config, context)
-    await asyncio.sleep(config.seconds)
+    await _wait(config)
     return value
 
 
@@ -54,5 +64,5 @@ async def tally_once(config: TallyConfig, context: NodeContext, value: Any) -> A
     """As tally, for a side effect that must not happen twice: a run whose worker died
     while it ran fails instead of calling it again."""
     _count(config, context)
-    await asyncio.sleep(config.seconds)
+    await _wait(config)
     return value

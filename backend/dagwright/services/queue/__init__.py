@@ -4,11 +4,13 @@ The embedded default runs everything in the server process. With DAGWRIGHT_QUEUE
 API processes put async published runs on a Procrastinate queue in the PostgreSQL they
 already use, and any number of workers, on any machine, take them (docs/deploy.md).
 
-- settings.py: the queue's settings (limits, worker concurrency, heartbeat);
-- jobs.py: the queue itself (the one task, priorities, the schema, deferring in a
-  transaction);
+- settings.py: the queue's settings (limits, worker concurrency, heartbeat, shutdown grace,
+  evaluation chunks);
+- jobs.py: the queue itself (the tasks, priorities, the schema, deferring in a transaction,
+  an evaluation's chunks and lanes);
 - submit.py: the API side: limits (429 with Retry-After), then the run and its job;
-- durable.py: the worker side: execute a run, or resume one whose worker died, reusing the
-  node results it recorded;
-- worker.py: the worker's loop, and the sweep that gives a dead worker's jobs to others.
+- durable.py: the worker side: execute a run, or resume one whose worker stopped or died,
+  reusing the node results it recorded; plan, run and score an evaluation's examples;
+- worker.py: the worker's loop, its hand-over at SIGTERM, and the sweep that gives a dead
+  worker's jobs to others.
 """

@@ -54,8 +54,8 @@ def begun_unretryable(nodes: list[NodeRecord]) -> NodeRecord | None:
 
 
 class DurableRunner:
-    """Executes the queue's jobs in a worker process: runs, and whole evaluations (built on
-    first use by `evaluations`)."""
+    """Executes the queue's jobs in a worker process: runs, and the planning, examples and
+    scoring of evaluations (their service built on first use by `evaluations`)."""
 
     def __init__(
         self,
@@ -67,16 +67,29 @@ class DurableRunner:
         self.apps = apps
         self._evaluations = evaluations
 
-    async def evaluate(self, evaluation_id: str, concurrency: int) -> str:
-        """Run the evaluation's examples that have no result yet, then score it; returns its
-        status. One already complete (a job taken up again after it finished) is left."""
+    async def plan_evaluation(self, evaluation_id: str, chunk: int) -> dict[int, list[str]] | None:
+        """The chunks of the evaluation's examples (the n-th `chunk` examples of the dataset's
+        order, by n) that hold an example without a result; None when it is complete."""
         evaluations = await asyncio.to_thread(self._evaluations)
         try:
-            finished = await evaluations.run(evaluation_id, concurrency=concurrency)
+            ids, done = await asyncio.to_thread(evaluations.plan, evaluation_id)
         except ConflictError as exc:
             if exc.code != "evaluation_complete":
                 raise
-            return "completed"
+            return None
+        chunks = (ids[start : start + chunk] for start in range(0, len(ids), chunk))
+        return {n: part for n, part in enumerate(chunks) if not done.issuperset(part)}
+
+    async def run_examples(self, evaluation_id: str, example_ids: list[str]) -> bool:
+        """Run those of the examples that have no result yet; True when the evaluation then
+        has a result for every example."""
+        evaluations = await asyncio.to_thread(self._evaluations)
+        return await evaluations.run_examples(evaluation_id, example_ids)
+
+    async def finish_evaluation(self, evaluation_id: str) -> str:
+        """Score the evaluation (unless another did); returns its status."""
+        evaluations = await asyncio.to_thread(self._evaluations)
+        finished = await asyncio.to_thread(evaluations.finish, evaluation_id)
         return finished.status
 
     async def execute(
@@ -112,7 +125,14 @@ class DurableRunner:
         )
         if live is None:  # finished or cancelled meanwhile
             return (await asyncio.to_thread(self.runs.get, run_id)).status
-        return (await live.wait()).status
+        try:
+            return (await live.wait()).status
+        except asyncio.CancelledError:
+            # The worker is stopping and its grace period is over: the run goes back to the
+            # queue with what it recorded, for another worker to resume (worker.py).
+            handed = await self.runs.hand_over(live)
+            log.info("run %s handed back to the queue (%s)", run_id, handed)
+            raise
 
     def _plan(self, record: RunRecord) -> CompiledFlow:
         if record.app_id is None or record.version_id is None:

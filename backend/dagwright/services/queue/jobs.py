@@ -1,9 +1,18 @@
 """The job queue itself: Procrastinate on the PostgreSQL the service already uses.
 
-Two tasks. `dagwright.run`, whose job carries a run id, its inputs and its deadline; the
-run's row (services/runs) carries the job id. `dagwright.evaluate`, a whole evaluation,
-whose examples run in the worker that has it: an evaluation keeps each example's result as it
-comes, so a job taken up again after its worker died goes on with the examples left.
+`dagwright.run`: a job carries a run id, its inputs and its deadline; the run's row
+(services/runs) carries the job id.
+
+An evaluation is spread over the workers in three kinds of job:
+- `dagwright.evaluate` plans it: its examples in fixed chunks (the n-th `evaluation_chunk`
+  examples of the dataset's order), a job for each chunk that has an example without a
+  result;
+- `dagwright.evaluate_examples` runs a chunk's examples one after the other, each result
+  recorded once as it comes (a retried chunk skips those that have one). A chunk is in one
+  of `concurrency` lanes, a Procrastinate lock each: the workers run at most `concurrency`
+  examples of one evaluation at once, whichever workers they are;
+- `dagwright.finish_evaluation` scores it, queued by the chunk that finds every example with
+  a result (whichever worker ran it); its lock and a check of the status score it once.
 
 A run's job is deferred inside the transaction that records the queued run (Procrastinate
 defers on a connection it is given), so a run is queued exactly when its job exists: a crash
@@ -14,19 +23,24 @@ defer, through the run writer's connection; workers open an async connection poo
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import Mapping
 from enum import IntEnum
 from typing import Any, Final
 
 import procrastinate
 from procrastinate.exceptions import AlreadyEnqueued
 from procrastinate.schema import SchemaManager
+from procrastinate.types import JSONValue
 from sqlalchemy import Connection, Engine, text
 from sqlalchemy.engine import make_url
 
 from dagwright.services.queue.settings import QueueConfigError
 
 TASK: Final = "dagwright.run"
-EVALUATION_TASK: Final = "dagwright.evaluate"  # a whole evaluation, resumable by design
+EVALUATION_TASK: Final = "dagwright.evaluate"  # plans an evaluation's chunks
+EXAMPLES_TASK: Final = "dagwright.evaluate_examples"  # runs one chunk of its examples
+FINISH_TASK: Final = "dagwright.finish_evaluation"  # scores it once every example has a result
 QUEUE: Final = "runs"
 # Any fixed number: the transaction-scoped lock under which one process installs the schema.
 _SCHEMA_LOCK: Final = 0x6461_6777_7269_6768  # "dagwrigh"
@@ -38,6 +52,7 @@ class Priority(IntEnum):
     INTERACTIVE = 100  # someone is watching: debug runs, conversations
     PUBLISHED = 50  # async calls of published apps
     SCHEDULED = 20  # schedules and webhooks
+    BATCH_SCORE = 10  # scoring an evaluation whose examples are done: short, not last
     BATCH = 0  # evaluation items
 
 
@@ -94,8 +109,8 @@ def defer_run(
 def defer_evaluation(
     app: procrastinate.App, conn: Connection, evaluation_id: str, concurrency: int
 ) -> int | None:
-    """Queue an evaluation's job in `conn`'s transaction; returns the job id, or None when
-    the evaluation is already waiting in the queue. Its lock keeps two jobs of one
+    """Queue the job that plans an evaluation, in `conn`'s transaction; returns the job id,
+    or None when it is already waiting in the queue. Its lock keeps two plans of one
     evaluation from running at once."""
     key = f"evaluation:{evaluation_id}"
     deferrer = app.configure_task(
@@ -110,3 +125,42 @@ def defer_evaluation(
         return deferrer.defer(evaluation_id=evaluation_id, concurrency=concurrency)
     except AlreadyEnqueued:
         return None
+
+
+async def defer_examples(
+    app: procrastinate.App, evaluation_id: str, chunks: Mapping[int, list[str]], lanes: int
+) -> int:
+    """Queue a job for each chunk of an evaluation's examples (by chunk number), in `lanes`
+    lanes; returns how many were queued. A chunk already waiting in the queue is not queued
+    twice (its queueing lock): planning an evaluation again adds only what is missing."""
+    queued = 0
+    for number, example_ids in sorted(chunks.items()):
+        deferrer = app.configure_task(
+            EXAMPLES_TASK,
+            queue=QUEUE,
+            priority=int(Priority.BATCH),
+            lock=f"evaluation:{evaluation_id}:lane:{number % lanes}",
+            queueing_lock=f"evaluation:{evaluation_id}:chunk:{number}",
+        )
+        ids: list[JSONValue] = list(example_ids)
+        try:
+            await deferrer.defer_async(evaluation_id=evaluation_id, example_ids=ids)
+        except AlreadyEnqueued:
+            continue
+        queued += 1
+    return queued
+
+
+async def defer_finish(app: procrastinate.App, evaluation_id: str) -> None:
+    """Queue the scoring of an evaluation whose examples all have a result (nothing when it
+    is waiting in the queue already)."""
+    key = f"evaluation:{evaluation_id}:score"
+    deferrer = app.configure_task(
+        FINISH_TASK,
+        queue=QUEUE,
+        priority=int(Priority.BATCH_SCORE),
+        lock=key,
+        queueing_lock=key,
+    )
+    with contextlib.suppress(AlreadyEnqueued):
+        await deferrer.defer_async(evaluation_id=evaluation_id)

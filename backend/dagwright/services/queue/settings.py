@@ -30,13 +30,27 @@ class QueueSettings:
     heartbeat: float = 2.0
     stalled_after: float = 15.0
     retry_after: int = 2  # seconds, the Retry-After of a refused run
+    # After SIGTERM, how long a worker lets its jobs run on before it hands those still
+    # going back to the queue (keep it under the platform's kill delay: docker-compose.yml).
+    shutdown_grace: float = 30.0
+    # How often an idle worker looks for jobs without being told of one: a new job is
+    # announced (LISTEN/NOTIFY), but a job that becomes free is not (one retried, or the next
+    # chunk of an evaluation's lane once the one before it finishes).
+    poll_interval: float = 1.0
+    # Examples per job of a queued evaluation: small enough to spread an evaluation over the
+    # workers, large enough that a job's own cost (fetch, finish) stays small beside them.
+    evaluation_chunk: int = 10
     # A file the worker touches every heartbeat, for a container's health check.
     alive_file: Path | None = None
 
     def __post_init__(self) -> None:
-        if min(self.concurrency, self.max_depth, self.app_limit) < 1:
+        if min(self.concurrency, self.max_depth, self.app_limit, self.evaluation_chunk) < 1:
             raise QueueConfigError("queue concurrency and limits must be at least 1")
         if not 0 < self.heartbeat < self.stalled_after:
             raise QueueConfigError(
                 "DAGWRIGHT_WORKER_STALLED_AFTER must be longer than DAGWRIGHT_WORKER_HEARTBEAT"
             )
+        if self.poll_interval <= 0:
+            raise QueueConfigError("DAGWRIGHT_WORKER_POLL_INTERVAL must be positive")
+        if self.shutdown_grace < 0:
+            raise QueueConfigError("DAGWRIGHT_WORKER_SHUTDOWN_GRACE cannot be negative")

@@ -8,8 +8,14 @@ for `stalled_after` seconds and puts them back in the queue, where any worker ta
 and resumes their runs (services/queue/durable.py). Two workers sweeping at once is harmless:
 a job already back in the queue is refused the second time.
 
-SIGTERM stops fetching and waits for the runs in progress to finish; a worker killed before
-that (SIGKILL, a lost machine) leaves them to the sweep.
+SIGTERM (a deploy, `docker stop`) hands the worker's jobs over instead of leaving them to the
+sweep: Procrastinate stops fetching and waits `shutdown_grace` seconds for the jobs in progress
+(`shutdown_graceful_timeout`), then cancels those still going with a shutdown reason, and the
+tasks' retry strategy (`HandOver`) puts each back in the queue at once. A cancelled run first
+goes back to "queued" with the node results it recorded (RunService.hand_over), so the worker
+that takes its job resumes it; a cancelled chunk of an evaluation keeps the results it
+recorded, and the worker that takes it runs the rest. A worker killed outright (SIGKILL, a
+lost machine, a second SIGTERM) leaves its jobs to the sweep.
 """
 
 from __future__ import annotations
@@ -19,12 +25,22 @@ import logging
 from typing import Any, Final
 
 import procrastinate
-from procrastinate.exceptions import ConnectorException
+from procrastinate.exceptions import ConnectorException, JobAborted
 from procrastinate.job_context import JobContext
 from procrastinate.jobs import Job, Status
+from procrastinate.retry import BaseRetryStrategy, RetryDecision
 
 from dagwright.services.queue.durable import DurableRunner
-from dagwright.services.queue.jobs import EVALUATION_TASK, QUEUE, TASK, conninfo
+from dagwright.services.queue.jobs import (
+    EVALUATION_TASK,
+    EXAMPLES_TASK,
+    FINISH_TASK,
+    QUEUE,
+    TASK,
+    conninfo,
+    defer_examples,
+    defer_finish,
+)
 from dagwright.services.queue.settings import QueueSettings
 
 log = logging.getLogger(__name__)
@@ -34,22 +50,54 @@ log = logging.getLogger(__name__)
 MAX_ATTEMPTS: Final = 5
 
 
-def worker_app(database_url: str | None, runner: DurableRunner) -> procrastinate.App:
-    """A Procrastinate app (not yet opened) whose `dagwright.run` task executes runs."""
+class HandOver(BaseRetryStrategy):
+    """Back in the queue at once when the worker cut the job short at shutdown (its task
+    cancelled), never after an error: a run's failure is recorded on the run, and retrying
+    the job would only find it final."""
+
+    def get_retry_decision(self, *, exception: BaseException, job: Job) -> RetryDecision | None:
+        if isinstance(exception, asyncio.CancelledError | JobAborted):
+            return RetryDecision(retry_in={"seconds": 0})
+        return None
+
+
+def worker_app(
+    database_url: str | None, runner: DurableRunner, settings: QueueSettings
+) -> procrastinate.App:
+    """A Procrastinate app (not yet opened) whose tasks execute runs and evaluations."""
     app = procrastinate.App(
         connector=procrastinate.PsycopgConnector(conninfo=conninfo(database_url))
     )
+    hand_over = HandOver()
 
-    @app.task(name=TASK, queue=QUEUE, pass_context=True)
+    @app.task(name=TASK, queue=QUEUE, pass_context=True, retry=hand_over)
     async def run(
         context: JobContext, run_id: str, inputs: dict[str, Any], deadline: float | None
     ) -> str:
         assert context.job.id is not None  # a fetched job has its id
         return await runner.execute(run_id, context.job.id, inputs, deadline)
 
-    @app.task(name=EVALUATION_TASK, queue=QUEUE)
+    @app.task(name=EVALUATION_TASK, queue=QUEUE, retry=hand_over)
     async def evaluate(evaluation_id: str, concurrency: int) -> str:
-        return await runner.evaluate(evaluation_id, concurrency)
+        chunks = await runner.plan_evaluation(evaluation_id, settings.evaluation_chunk)
+        if chunks is None:
+            return "completed"
+        if not chunks:  # every example has a result: only the scoring is left
+            await defer_finish(app, evaluation_id)
+            return "scoring"
+        queued = await defer_examples(app, evaluation_id, chunks, concurrency)
+        return f"{queued} chunk(s) queued"
+
+    @app.task(name=EXAMPLES_TASK, queue=QUEUE, retry=hand_over)
+    async def evaluate_examples(evaluation_id: str, example_ids: list[str]) -> str:
+        if await runner.run_examples(evaluation_id, example_ids):
+            await defer_finish(app, evaluation_id)
+            return "last examples done"
+        return "done"
+
+    @app.task(name=FINISH_TASK, queue=QUEUE, retry=hand_over)
+    async def finish_evaluation(evaluation_id: str) -> str:
+        return await runner.finish_evaluation(evaluation_id)
 
     return app
 
@@ -58,7 +106,7 @@ async def work(
     runner: DurableRunner, database_url: str | None, settings: QueueSettings, name: str
 ) -> None:
     """Execute queued runs until the process is told to stop (SIGINT or SIGTERM)."""
-    app = worker_app(database_url, runner)
+    app = worker_app(database_url, runner, settings)
     async with app.open_async():
         sweeper = asyncio.create_task(_sweep(app, runner, settings), name="dagwright-sweeper")
         try:
@@ -68,6 +116,8 @@ async def work(
                 concurrency=settings.concurrency,
                 update_heartbeat_interval=settings.heartbeat,
                 stalled_worker_timeout=settings.stalled_after,
+                shutdown_graceful_timeout=settings.shutdown_grace,
+                fetch_job_polling_interval=settings.poll_interval,
                 # The run's row is the record; a finished job is only clutter.
                 delete_jobs="successful",
             )

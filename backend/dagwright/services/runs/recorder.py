@@ -4,10 +4,13 @@ state, and resolve the run's `wait()` once that final state is committed."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
+
+from sqlalchemy import Connection, update
 
 from dagwright.runtime.events import RunFinished
 from dagwright.runtime.executor import Run
@@ -20,7 +23,7 @@ from dagwright.services.runs.records import (
     node_records,
     run_record,
 )
-from dagwright.services.runs.writer import RunWriter
+from dagwright.services.runs.writer import RUNS, RunWriter
 from dagwright.store.models import utcnow
 
 log = logging.getLogger(__name__)
@@ -30,7 +33,7 @@ class LiveRun:
     """A run started by this process: `run` streams its events live; `wait()` returns its
     record once the final state is committed. `row` is the `runs` row inserted for it."""
 
-    __slots__ = ("_done", "cancel_requested_at", "resumed", "row", "run", "run_id")
+    __slots__ = ("_done", "cancel_requested_at", "handing_over", "resumed", "row", "run", "run_id")
 
     def __init__(self, run: Run, row: dict[str, Any], *, resumed: bool = False) -> None:
         self.run_id = run.run_id
@@ -40,6 +43,9 @@ class LiveRun:
         # already, by the attempt that produced them, and are not written over.
         self.resumed = resumed
         self.cancel_requested_at: datetime | None = None
+        # Stopped for another worker to resume (RunService.hand_over): what the stop cuts
+        # short is not recorded, and the run goes back to "queued" instead of ending.
+        self.handing_over = False
         self._done: asyncio.Future[RunRecord] = asyncio.get_running_loop().create_future()
 
     @property
@@ -96,20 +102,22 @@ async def record(live: LiveRun, writer: RunWriter) -> None:
     try:
         async for event in live.run.stream():
             settled = fold.apply(event)
-            if settled is not None and settled.status == "reused" and live.resumed:
-                fold.forget(settled.node)  # recorded by the attempt that produced it
-            elif settled is not None:
-                if settled.block is None and settled.status == "skipped" and blocks is None:
-                    blocks = live.run.plan.blocks()  # never started: its block is in the plan
-                row = node_row(run_id, settled, blocks)
-                rows.append(row)
-                writer.put_node(row)
+            if settled is not None:
+                if _written(live, settled):
+                    if settled.block is None and settled.status == "skipped" and blocks is None:
+                        blocks = live.run.plan.blocks()  # never started: its block is in the plan
+                    row = node_row(run_id, settled, blocks)
+                    rows.append(row)
+                    writer.put_node(row)
                 fold.forget(settled.node)
             elif isinstance(event, RunFinished):
-                final = _final_of(run_id, event)
+                final = _final_of(run_id, event, live.handing_over)
         if final is None:  # the stream always ends with RunFinished; this is a safeguard
             raise RuntimeError(f"run {run_id} ended without a run_finished event")
-        await asyncio.wrap_future(writer.finish_run(final))
+        if final["status"] == "queued":  # handed over
+            await asyncio.wrap_future(writer.call(functools.partial(_requeue, run_id)))
+        else:
+            await asyncio.wrap_future(writer.finish_run(final))
     except asyncio.CancelledError:
         live.fail(RuntimeError(f"the recording of run {run_id} was cancelled"))
         raise
@@ -121,6 +129,23 @@ async def record(live: LiveRun, writer: RunWriter) -> None:
         if live.cancel_requested_at is not None:
             record_row["cancel_requested_at"] = live.cancel_requested_at
         live.resolve(run_record(record_row, node_records(rows)))
+
+
+def _written(live: LiveRun, settled: NodeTrace) -> bool:
+    """Whether a settled node's row is written: not a result a resumed run reuses (recorded
+    by the attempt that produced it), nor a node cut short by a hand-over (it runs again
+    where the run resumes; a not-retryable one keeps its "running" row, which the resume
+    refuses)."""
+    if settled.status == "reused":
+        return not live.resumed
+    return not (settled.status == "cancelled" and live.handing_over)
+
+
+def _requeue(run_id: str, conn: Connection) -> None:
+    """A handed-over run waits in the queue again; its job is put back by the worker."""
+    conn.execute(
+        update(RUNS).where(RUNS.c.id == run_id, RUNS.c.status == "running").values(status="queued")
+    )
 
 
 def node_row(run_id: str, trace: NodeTrace, blocks: Mapping[str, str] | None) -> dict[str, Any]:
@@ -149,7 +174,11 @@ def node_row(run_id: str, trace: NodeTrace, blocks: Mapping[str, str] | None) ->
     }
 
 
-def _final_of(run_id: str, finished: RunFinished) -> dict[str, Any]:
+def _final_of(run_id: str, finished: RunFinished, handing_over: bool) -> dict[str, Any]:
+    """The run's final row; for a run handed over (cancelled to be resumed elsewhere), only
+    its status back to "queued"."""
+    if handing_over and finished.status == "cancelled":
+        return {"status": "queued"}
     error = finished.error
     # A human_input node paused the run (runtime/pause.py): it is waiting, not failed,
     # until an answer resumes it.

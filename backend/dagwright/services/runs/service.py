@@ -42,6 +42,7 @@ log = logging.getLogger(__name__)
 
 CANCEL_POLL_INTERVAL: Final = 0.5  # seconds between looks for cancel requests of other replicas
 CANCEL_REASON: Final = "cancelled by request"
+HAND_OVER_REASON: Final = "its worker is stopping: another resumes it"
 _CANCELLED: Final = {"code": "cancelled", "message": CANCEL_REASON, "node": None}
 
 
@@ -318,6 +319,16 @@ class RunService:
 
         await self._ready()
         await asyncio.wrap_future(self.writer.call(close))
+
+    async def hand_over(self, live: LiveRun) -> str:
+        """Stop a queue run of this process without ending it (its worker is stopping): the
+        nodes it cuts short are not recorded, what settled before is, and the run is
+        "queued" again for the worker that takes its job back up to resume. Returns the
+        run's status after it: "queued", or its final one if it finished first."""
+        live.handing_over = True
+        if live.run.status is None:
+            live.run.cancel(HAND_OVER_REASON)
+        return (await live.wait()).status
 
     async def mark_begun(self, run_id: str, node: str, block: str) -> None:
         """Record that a not-retryable block's node began (status "running"), committed
