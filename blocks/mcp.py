@@ -75,7 +75,7 @@ def _needs(config: McpToolConfig) -> tuple[Service[Any], ...]:
     description="Call a tool of an MCP server (streamable HTTP, or an allowed stdio command).",
     example="url https://tools.example/mcp, tool 'search', inputs [query] -> the tool's result",
     dynamic_ports=_input_ports,
-    needs=lambda config: _needs(config),
+    needs=_needs,
 )
 async def mcp_tool(config: McpToolConfig, ctx: NodeContext, **inputs: Any) -> Any:
     """Connects to the MCP server, calls `tool` with the fixed `arguments` and the input

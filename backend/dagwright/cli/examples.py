@@ -10,16 +10,13 @@ import asyncio
 import json
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
 
 from dagwright.cli.inputs import fail
 from dagwright.embedding.service import ExampleStore, Hit, read_examples
 from dagwright.errors import DagwrightError
-
-if TYPE_CHECKING:
-    pass
 
 examples_app = typer.Typer(
     help="Few-shot example namespaces (embedded, searched by meaning).",
