@@ -12,9 +12,15 @@
     `python -c "import pydantic, typer"`;
 (c) `dagwright serve` to its first answered request (GET /api/v1/health), on a fresh data
     folder (migrations from scratch) and on one that exists (a restart) (goal <= 1.0 s),
-    beside a bare FastAPI app under uvicorn started the same way; and the heavy packages
-    the server must not load before its first answer (DuckDB, Arrow, pandas, numpy, sqlglot,
-    Qdrant, openai, tokenizers, httpx): any of them fails the benchmark.
+    beside a bare FastAPI app under uvicorn started the same way. The server answers its
+    health check first and prepares the rest in a thread (api/startup.py), so two more
+    figures: spawn -> all routes ready (the first answer of GET /api/v1/sources, which needs
+    the routes, the database, the services and the data layer's DuckDB/Arrow/sqlglot: no
+    goal), and the slowest health check asked every 20 ms meanwhile (start-up's thread may
+    hold the GIL; goal < 1 s, tests/support/probe.py's limit). And the heavy packages the
+    first answer needs, i.e. what `create_app()` imports (the rest is start-up's thread):
+    the data layer, the database layer, the example store's engines and the model clients
+    (any of them fails the benchmark).
 
 Process figures are medians of N runs, each printed as wall time and CPU time (user +
 system of the process). The goals are judged on the CPU time: on a shared machine the wall
@@ -37,6 +43,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import urllib.request
 from dataclasses import dataclass
@@ -64,14 +71,19 @@ FORBIDDEN = (
     "httpx",
     "jsonschema",
 )
-# Packages `dagwright serve` must not load before its first answer: the data layer, the
-# example store's engines and models load on first use.
+# Packages the server's first answer must not need: the data layer, the database layer
+# (the database opens in start-up's thread), the example store's engines and models.
 SERVE_FORBIDDEN = (
     "duckdb",
     "pyarrow",
     "pandas",
     "numpy",
     "sqlglot",
+    "sqlalchemy",
+    "sqlmodel",
+    "alembic",
+    "procrastinate",
+    "psycopg",
     "qdrant_client",
     "qdrant_edge",
     "openai",
@@ -79,6 +91,9 @@ SERVE_FORBIDDEN = (
     "safetensors",
     "httpx",
 )
+# How often the health check is asked while the server prepares the rest.
+PROBE_EVERY_S = 0.02
+PROBE_GOAL_S = 1.0
 PYTHON = sys.executable
 
 TEN_NODES = {
@@ -188,64 +203,85 @@ def _process_cpu(pid: int) -> float | None:
     return (int(fields[11]) + int(fields[12])) / ticks
 
 
-def time_server(command: list[str], port: int, env: dict[str, str], cwd: str | None) -> Timing:
-    """Spawn -> first answered GET /api/v1/health."""
-    url = f"http://127.0.0.1:{port}/api/v1/health"
+def _get(url: str) -> bool:
+    try:
+        with urllib.request.urlopen(url, timeout=10) as response:
+            response.read()
+            return bool(response.status == 200)
+    except OSError:
+        return False
+
+
+@dataclass(slots=True)
+class Start:
+    first: Timing  # spawn -> first answered health check
+    ready: Timing | None  # spawn -> first answered GET /api/v1/sources
+    worst_probe: float  # the slowest health check between the two
+
+
+def time_server(
+    command: list[str], port: int, env: dict[str, str], cwd: str | None, *, ready: bool = False
+) -> Start:
+    """Spawn -> first answered GET /api/v1/health (and, with `ready`, -> the first answer of
+    GET /api/v1/sources, asking the health check every PROBE_EVERY_S meanwhile)."""
+    base = f"http://127.0.0.1:{port}"
     began = time.perf_counter()
     server = subprocess.Popen(
         command, env=env, cwd=cwd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE
     )
+
+    def died() -> None:
+        if server.poll() is not None:
+            assert server.stderr is not None
+            raise SystemExit(f"{' '.join(command)} exited:\n{server.stderr.read().decode()}")
+        if time.perf_counter() - began > 60:
+            raise SystemExit(f"no answer from {base} within 60 s")
+
     try:
-        while True:
-            if server.poll() is not None:
-                assert server.stderr is not None
-                raise SystemExit(f"{' '.join(command)} exited:\n{server.stderr.read().decode()}")
-            try:
-                with urllib.request.urlopen(url, timeout=1) as response:
-                    if response.status == 200:
-                        break
-            except OSError:
-                pass
-            if time.perf_counter() - began > 60:
-                raise SystemExit(f"no answer from {url} within 60 s")
+        while not _get(f"{base}/api/v1/health"):
+            died()
             time.sleep(0.005)
-        wall = time.perf_counter() - began
-        cpu = _process_cpu(server.pid)
+        first = Timing(time.perf_counter() - began, _process_cpu(server.pid) or float("nan"))
+        if not ready:
+            return Start(first, None, 0.0)
+        worst = 0.0
+        done = threading.Event()
+
+        def probe() -> None:
+            nonlocal worst
+            while not done.is_set():
+                asked = time.perf_counter()
+                _get(f"{base}/api/v1/health")
+                worst = max(worst, time.perf_counter() - asked)
+                done.wait(PROBE_EVERY_S)
+
+        prober = threading.Thread(target=probe, daemon=True)
+        prober.start()
+        while not _get(f"{base}/api/v1/sources"):
+            died()
+            time.sleep(0.005)
+        all_ready = Timing(time.perf_counter() - began, _process_cpu(server.pid) or float("nan"))
+        done.set()
+        prober.join()
+        return Start(first, all_ready, worst)
     finally:
         server.terminate()
         server.wait(timeout=15)
-    return Timing(wall, cpu if cpu is not None else float("nan"))
 
 
-def serve_imports(env: dict[str, str]) -> set[str]:
-    """Every module `dagwright serve` has imported by its first answer (-X importtime)."""
-    port = free_port()
-    with tempfile.TemporaryFile() as log:
-        server = subprocess.Popen(
-            [PYTHON, "-X", "importtime", "-m", "dagwright", "serve", "--port", str(port)],
-            env=env,
-            stdout=subprocess.DEVNULL,
-            stderr=log,
-        )
-        try:
-            deadline = time.perf_counter() + 60
-            while True:
-                try:
-                    with urllib.request.urlopen(
-                        f"http://127.0.0.1:{port}/api/v1/health", timeout=1
-                    ) as response:
-                        if response.status == 200:
-                            break
-                except OSError:
-                    if time.perf_counter() > deadline or server.poll() is not None:
-                        raise SystemExit("dagwright serve did not answer") from None
-                    time.sleep(0.01)
-        finally:
-            server.terminate()
-            server.wait(timeout=15)
-        log.seek(0)
-        lines = log.read().decode(errors="replace").splitlines()
-    found = (re.match(r"import time:\s+\d+ \|\s+\d+ \| *(\S+)", line) for line in lines)
+def first_answer_imports(env: dict[str, str]) -> set[str]:
+    """Every module the server's first answer needs: what `create_app()` imports (the
+    lifespan's thread imports the rest after the server listens; -X importtime)."""
+    code = "from dagwright.api.app import create_app; create_app()"
+    done = subprocess.run(
+        [PYTHON, "-X", "importtime", "-c", code], env=env, capture_output=True, text=True
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"create_app() failed:\n{done.stderr}")
+    found = (
+        re.match(r"import time:\s+\d+ \|\s+\d+ \| *(\S+)", line)
+        for line in done.stderr.splitlines()
+    )
     return {match.group(1) for match in found if match}
 
 
@@ -310,35 +346,55 @@ def main() -> int:  # noqa: PLR0915
     print(f"\n(c) server: spawn -> first answered GET /api/v1/health, median of {args.runs}")
     bare = folder / "bare_app.py"
     bare.write_text(BARE_APP)
-    fresh, restart, bare_runs = [], [], []
+    fresh: list[Start] = []
+    restart: list[Start] = []
+    bare_runs: list[Timing] = []
     kept = folder / "kept"
     for index in range(args.runs + 1):  # the first of each is a warm-up
         port = free_port()
         serve = [PYTHON, "-m", "dagwright", "serve", "--port", str(port)]
         data = folder / f"fresh{index}"
-        timing = time_server(serve, port, {**env, "DAGWRIGHT_DATA_DIR": str(data)}, None)
+        start = time_server(serve, port, {**env, "DAGWRIGHT_DATA_DIR": str(data)}, None, ready=True)
         shutil.rmtree(data, ignore_errors=True)
         if index:
-            fresh.append(timing)
+            fresh.append(start)
         port = free_port()
         serve = [PYTHON, "-m", "dagwright", "serve", "--port", str(port)]
-        timing = time_server(serve, port, {**env, "DAGWRIGHT_DATA_DIR": str(kept)}, None)
+        start = time_server(serve, port, {**env, "DAGWRIGHT_DATA_DIR": str(kept)}, None, ready=True)
         if index:
-            restart.append(timing)
+            restart.append(start)
         port = free_port()
         uvicorn = [PYTHON, "-m", "uvicorn", "bare_app:app", "--port", str(port)]
-        timing = time_server(uvicorn, port, {**env, "PYTHONPATH": str(folder)}, str(folder))
+        start = time_server(uvicorn, port, {**env, "PYTHONPATH": str(folder)}, str(folder))
         if index:
-            bare_runs.append(timing)
+            bare_runs.append(start.first)
     bare_timing = median(bare_runs)
     row("bare FastAPI app under uvicorn (baseline)", bare_timing, bare_timing, None)
-    failed |= row("dagwright serve, fresh data folder", median(fresh), bare_timing, GOAL_SERVE_S)
-    failed |= row("dagwright serve, restart", median(restart), bare_timing, GOAL_SERVE_S)
-    loaded = serve_imports({**env, "DAGWRIGHT_DATA_DIR": str(kept)})
+    for label, starts in (("fresh data folder", fresh), ("restart", restart)):
+        failed |= row(
+            f"dagwright serve, {label}: first answer",
+            median([s.first for s in starts]),
+            bare_timing,
+            GOAL_SERVE_S,
+        )
+        row(
+            f"dagwright serve, {label}: all routes ready",
+            median([s.ready for s in starts if s.ready is not None]),
+            bare_timing,
+            None,
+        )
+        worst = max(s.worst_probe for s in starts)
+        over = not worst < PROBE_GOAL_S
+        failed |= over
+        print(
+            f"  slowest health check while it prepared the rest: {worst:.3f} s wall; goal < "
+            f"{PROBE_GOAL_S:g} s: {'OVER GOAL' if over else 'ok'}"
+        )
+    loaded = first_answer_imports({**env, "DAGWRIGHT_DATA_DIR": str(kept)})
     heavy = sorted(name for name in SERVE_FORBIDDEN if name in loaded)
     failed |= bool(heavy)
     print(
-        f"  packages serve loaded before its first answer, of {', '.join(SERVE_FORBIDDEN)}: "
+        f"  packages the first answer needs, of {', '.join(SERVE_FORBIDDEN)}: "
         f"{', '.join(heavy) if heavy else 'none'} ({len(loaded)} modules in all)"
     )
     shutil.rmtree(folder, ignore_errors=True)

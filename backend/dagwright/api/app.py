@@ -3,11 +3,14 @@ text and nesting checks), and the web editor at /."""
 
 from __future__ import annotations
 
+import importlib
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
+from typing import Any
 
-from fastapi import FastAPI
+from fastapi import APIRouter, FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import RedirectResponse
 from fastapi.staticfiles import StaticFiles
@@ -16,40 +19,76 @@ from dagwright import __version__
 from dagwright.api import errors
 from dagwright.api.boundary import RequestGuard
 from dagwright.api.jsontext import SafeJSONResponse
-from dagwright.api.routes import (
-    apps,
-    charts,
-    data,
-    data_copilot,
-    drafts,
-    evaluations,
-    examples,
-    human,
-    keys,
-    mcp,
-    models,
-    openai_compat,
-    published,
-    runs,
-    template_variables,
-    templates,
-    tqa,
-    tqa_guide,
-    triggers,
-)
 from dagwright.api.settings import ServerSettings
+from dagwright.api.startup import HEALTH_PATH, Startup, StartupGate
 from dagwright.api.state import serving
 
 # The editor's production build (frontend/dist), served by the product itself.
 EDITOR_DIST = Path(__file__).resolve().parents[3] / "frontend" / "dist"
+# The route modules, in the order routes are matched. First: the published endpoints are the
+# hot path (about 7% of a trivial published call went to trying the other routes first).
+ROUTE_MODULES = (
+    "published",
+    "apps",
+    "runs",
+    "keys",
+    "examples",
+    "data",
+    "openai_compat",
+    "tqa",
+    "evaluations",
+    "charts",
+    "data_copilot",
+    "mcp",
+    "models",
+    "triggers",
+    "human",
+    "templates",
+    "template_variables",
+    "drafts",
+    "tqa_guide",
+)
+
+
+def api_routers() -> list[APIRouter]:
+    """Every route module's router, in order (importing them, and building their schemas, is
+    most of a second: start-up does it in its thread, api/startup.py)."""
+    return [
+        importlib.import_module(f"dagwright.api.routes.{name}").router for name in ROUTE_MODULES
+    ]
+
+
+class _Routes:
+    """The API's routes, added to the app once: by start-up, or by the first call for the
+    OpenAPI document of an app that never started (its tests)."""
+
+    def __init__(self, app: FastAPI) -> None:
+        self.app = app
+        self.installed = False
+        self._lock = threading.Lock()
+
+    def install(self, routers: list[APIRouter] | None = None) -> None:
+        with self._lock:
+            if self.installed:
+                return
+            table = self.app.router.routes
+            before = len(table)
+            for router in routers or api_routers():
+                self.app.include_router(router)
+            # In front of the health check and the editor's files (the "/" mount matches all).
+            added = table[before:]
+            del table[before:]
+            table[:0] = added
+            self.installed = True
 
 
 def create_app(settings: ServerSettings | None = None) -> FastAPI:
     settings = settings or ServerSettings.from_env()
+    startup = Startup()
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with serving(app, settings):
+        async with serving(app, settings, startup, routes.install, api_routers):
             yield
 
     app = FastAPI(
@@ -59,7 +98,9 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         lifespan=lifespan,
         default_response_class=SafeJSONResponse,
     )
+    routes = _Routes(app)
     errors.install(app)
+    app.add_middleware(StartupGate, startup=startup)
     app.add_middleware(RequestGuard, limit=settings.max_body_bytes)
     if settings.cors_origins:
         app.add_middleware(
@@ -68,33 +109,9 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
             allow_methods=["*"],
             allow_headers=["*"],
         )
-    for module in (
-        # First: the published endpoints are the hot path, and routes are matched in order
-        # (about 7% of a trivial published call went to trying the other routes first).
-        published,
-        apps,
-        runs,
-        keys,
-        examples,
-        data,
-        openai_compat,
-        tqa,
-        evaluations,
-        charts,
-        data_copilot,
-        mcp,
-        models,
-        triggers,
-        human,
-        templates,
-        template_variables,
-        drafts,
-        tqa_guide,
-    ):
-        app.include_router(module.router)
 
-    @app.get("/api/v1/health", tags=["health"])
-    def health() -> dict[str, str]:
+    @app.get(HEALTH_PATH, tags=["health"])
+    async def health() -> dict[str, str]:
         return {"status": "ok", "version": __version__, "replica": settings.replica}
 
     if (EDITOR_DIST / "index.html").is_file():
@@ -106,4 +123,9 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
             # Until the editor is built, the API's own documentation is the front page.
             return RedirectResponse("/docs")
 
+    def openapi() -> dict[str, Any]:
+        routes.install()
+        return FastAPI.openapi(app)
+
+    app.openapi = openapi  # type: ignore[method-assign]
     return app

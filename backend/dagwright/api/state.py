@@ -4,32 +4,37 @@ from __future__ import annotations
 
 import asyncio
 import importlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from fastapi import FastAPI, Request
-from sqlalchemy import Engine
+from fastapi import APIRouter, FastAPI, Request
 
-from dagwright.api.auth import RateLimiter
 from dagwright.api.settings import ServerSettings
-from dagwright.composition import Composition
-from dagwright.data.isolation import log_isolation
-from dagwright.embedding.service import ExampleStore
-from dagwright.llm.gateway import LLMGateway
-from dagwright.mcp.client import StdioAllowList
-from dagwright.methods.data_copilot.tool_blocks import library_blocks
-from dagwright.registry import HUMAN, Registry
-from dagwright.services.apps import AppService
-from dagwright.services.data_sources import DataSourceService
-from dagwright.services.endpoints import EndpointResolver
-from dagwright.services.human import HumanInbox, HumanService
-from dagwright.services.keys import KeyService
-from dagwright.services.queue.submit import RunQueue
-from dagwright.services.runs.service import RunService
-from dagwright.services.secret_store import DatabaseSecrets
-from dagwright.services.triggers import TriggerService
-from dagwright.tqa.service import TqaService
+from dagwright.api.startup import Startup
+
+if TYPE_CHECKING:
+    # Imported by start-up's thread (api/startup.py), not by the module: they cost most of
+    # a second, and the server answers its health check before they are needed.
+    from sqlalchemy import Engine
+
+    from dagwright.api.auth import RateLimiter
+    from dagwright.composition import Composition
+    from dagwright.embedding.service import ExampleStore
+    from dagwright.llm.gateway import LLMGateway
+    from dagwright.mcp.client import StdioAllowList
+    from dagwright.registry import Registry
+    from dagwright.services.apps import AppService
+    from dagwright.services.data_sources import DataSourceService
+    from dagwright.services.endpoints import EndpointResolver
+    from dagwright.services.human import HumanService
+    from dagwright.services.keys import KeyService
+    from dagwright.services.queue.submit import RunQueue
+    from dagwright.services.runs.service import RunService
+    from dagwright.services.secret_store import DatabaseSecrets
+    from dagwright.services.triggers import TriggerService
+    from dagwright.tqa.service import TqaService
 
 
 @dataclass(slots=True)
@@ -57,64 +62,113 @@ async def services(request: Request) -> Services:
     return found
 
 
-# What a request may otherwise import first: the query engine and every connector kind.
+# The query engine and every connector kind: imported by start-up's thread, so that no
+# request imports them on the event loop (imported by the first request that touched a source
+# or a table, they held the GIL ~1.4 s and stalled every other request:
+# tests/security/test_source_paths.py's health probe).
 _DATA_LAYER = ("dagwright.data.engine", "dagwright.data.catalog", "dagwright.data.connectors")
 
 
-def _import_data_layer() -> None:
+@dataclass(slots=True)
+class _Prepared:
+    """What start-up's thread built, for the event loop to start and publish."""
+
+    routers: list[APIRouter]
+    services: Services
+    triggers: TriggerService
+    human: HumanService
+
+
+def _prepare(
+    process: Composition, settings: ServerSettings, load_routes: Callable[[], list[APIRouter]]
+) -> _Prepared:
+    """Start-up's thread: the imports and the blocking builds (the database and its
+    migrations, the registry, the gateway)."""
+    routers = load_routes()
     for module in _DATA_LAYER:
         importlib.import_module(module)
+    from dagwright.api.auth import RateLimiter
+    from dagwright.data.isolation import log_isolation
+    from dagwright.methods.data_copilot.tool_blocks import library_blocks
+    from dagwright.registry import HUMAN
+    from dagwright.services.endpoints import EndpointResolver
+    from dagwright.services.human import HumanInbox, HumanService
+    from dagwright.services.keys import KeyService
+    from dagwright.services.triggers import TriggerService
+
+    # Which isolation python_on_tables gets (docs/security/sandbox.md).
+    log_isolation(process.sandbox())
+    engine = process.database()
+    # Data-Copilot's designed interfaces join the palette as tool blocks.
+    registry = process.registry().extended(library_blocks(process.interfaces()))
+    apps = process.apps(registry)
+    secrets = process.secret_store()
+    runs = process.runs(recover_interrupted=True)
+    queue = process.run_queue()  # None unless queue mode (docs/deploy.md)
+    # Runs paused at human_input nodes (routes/human.py); timeouts swept by every replica.
+    process.block_services().provide(HUMAN, HumanInbox(engine))
+    keys = KeyService(engine)
+    services = Services(
+        settings=settings,
+        registry=registry,
+        engine=engine,
+        apps=apps,
+        keys=keys,
+        secrets=secrets,
+        runs=runs,
+        gateway=process.gateway(),
+        limiter=RateLimiter(settings.rate_limit),
+        endpoints=EndpointResolver(apps, keys),
+        examples=process.examples(),
+        data=process.data_sources(),
+        tqa=process.tqa(),
+        mcp_stdio=process.mcp_stdio(),
+        queue=queue,
+    )
+    return _Prepared(
+        routers=routers,
+        services=services,
+        # Cron schedules and webhooks (routes/triggers.py); every replica schedules, one fires.
+        triggers=TriggerService(engine, apps, runs, secrets, queue=queue),
+        human=HumanService(engine, apps, runs),
+    )
 
 
 @asynccontextmanager
-async def serving(app: FastAPI, settings: ServerSettings) -> AsyncIterator[None]:
+async def serving(
+    app: FastAPI,
+    settings: ServerSettings,
+    startup: Startup,
+    install_routes: Callable[[list[APIRouter]], None],
+    load_routes: Callable[[], list[APIRouter]],
+) -> AsyncIterator[None]:
     """FastAPI lifespan: open the database (migrating it), the model gateway and the run
-    writer; mark runs a crash left running as interrupted; undo it all at shut-down."""
-    process = Composition(
-        settings.composed(), replica=settings.replica, invoke_depth=settings.invoke_depth
-    )
-    # Which isolation python_on_tables gets (docs/security/sandbox.md).
-    log_isolation(process.sandbox())
-    # Importing the data layer's native modules (DuckDB, Arrow, sqlglot) holds the GIL for
-    # about a second: left to the first request that touches a source or a table, it stalled
-    # every other request that long (tests/security/test_source_paths.py's health probe).
-    # They are imported in a thread before the server answers.
-    await asyncio.to_thread(_import_data_layer)
+    writer; mark runs a crash left running as interrupted; undo it all at shut-down. All of
+    it after the server begins to answer (api/startup.py)."""
+    from dagwright.composition import Composition
+
     async with AsyncExitStack() as stack:
-        stack.push_async_callback(process.aclose)  # last (callbacks run LIFO)
-        engine = process.database()
-        # Data-Copilot's designed interfaces join the palette as tool blocks.
-        registry = process.registry().extended(library_blocks(process.interfaces()))
-        apps = process.apps(registry)
-        secrets = process.secret_store()
-        runs = process.runs(recover_interrupted=True)
-        queue = process.run_queue()  # None unless queue mode (docs/deploy.md)
-        tqa = process.tqa()
-        # Cron schedules and webhooks (routes/triggers.py); every replica schedules, one fires.
-        app.state.triggers = TriggerService(engine, apps, runs, secrets, queue=queue)
-        app.state.triggers.start()
-        stack.push_async_callback(app.state.triggers.close)  # before the runs close (LIFO)
-        # Runs paused at human_input nodes (routes/human.py); timeouts swept by every replica.
-        process.block_services().provide(HUMAN, HumanInbox(engine))
-        app.state.human = HumanService(engine, apps, runs)
-        app.state.human.start()
-        stack.push_async_callback(app.state.human.close)
-        keys = KeyService(engine)
-        app.state.services = Services(
-            settings=settings,
-            registry=registry,
-            engine=engine,
-            apps=apps,
-            keys=keys,
-            secrets=secrets,
-            runs=runs,
-            gateway=process.gateway(),
-            limiter=RateLimiter(settings.rate_limit),
-            endpoints=EndpointResolver(apps, keys),
-            examples=process.examples(),
-            data=process.data_sources(),
-            tqa=tqa,
-            mcp_stdio=process.mcp_stdio(),
-            queue=queue,
-        )
-        yield
+
+        async def prepare() -> None:
+            process = Composition(
+                settings.composed(), replica=settings.replica, invoke_depth=settings.invoke_depth
+            )
+            stack.push_async_callback(process.aclose)  # last (callbacks run LIFO)
+            prepared = await asyncio.to_thread(_prepare, process, settings, load_routes)
+            # Started in the thread, the writer is open; on the loop it also starts its
+            # poller (cancel requests, recovery of the runs of dead processes).
+            prepared.services.runs.start_writer()
+            prepared.triggers.start()
+            stack.push_async_callback(prepared.triggers.close)  # before the runs close (LIFO)
+            prepared.human.start()
+            stack.push_async_callback(prepared.human.close)
+            app.state.triggers = prepared.triggers
+            app.state.human = prepared.human
+            app.state.services = prepared.services
+            install_routes(prepared.routers)
+
+        startup.begin(prepare())
+        try:
+            yield
+        finally:
+            await startup.settled()

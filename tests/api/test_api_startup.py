@@ -1,0 +1,67 @@
+"""Start-up in two steps (api/startup.py): the health check answers as soon as the server
+listens, every other request waits until the routes, the database and the services are
+ready; a start-up that fails answers 503 to every request, and `dagwright serve` stops."""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+
+from dagwright.api.settings import ServerSettings
+from support.server import (
+    ServerProcess,
+    serve_in_thread,
+    server_environment,
+    subprocess_environment,
+)
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port: int = probe.getsockname()[1]
+    return port
+
+
+def test_every_route_answers_once_the_health_check_has(tmp_path: Path) -> None:
+    server = ServerProcess(tmp_path / "data", "two-step").start()  # health answered
+    try:
+        with httpx.Client(base_url=server.base_url, timeout=30.0) as client:
+            # Asked at once: each waits for the rest of start-up, none fails for it.
+            for path in ("/api/v1/sources", "/api/v1/apps", "/openapi.json"):
+                assert client.get(path).status_code == 200, path
+    finally:
+        server.stop()
+
+
+def test_a_failed_start_up_answers_503_naming_the_reason(tmp_path: Path) -> None:
+    url = f"postgresql+psycopg://dagwright@127.0.0.1:{closed_port()}/none"
+    settings = ServerSettings(data_dir=tmp_path, database_url=url, replica="doomed")
+    with server_environment(), serve_in_thread(settings) as base_url:
+        for path in ("/api/v1/apps", "/api/v1/health"):
+            response = httpx.get(f"{base_url}{path}", timeout=30.0)
+            assert response.status_code == 503, (path, response.text)
+            error = response.json()["error"]
+            assert error["code"] == "server_unavailable"
+            assert "the server failed to start" in error["message"]
+
+
+def test_serve_stops_when_its_start_up_fails(tmp_path: Path) -> None:
+    url = f"postgresql+psycopg://dagwright@127.0.0.1:{closed_port()}/none"
+    env = subprocess_environment(DAGWRIGHT_DATA_DIR=str(tmp_path), DAGWRIGHT_DATABASE_URL=url)
+    port = closed_port()
+    done = subprocess.run(
+        [sys.executable, "-m", "dagwright", "serve", "--port", str(port)],
+        env=env,
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode != 0
+    assert "dagwright failed to start" in done.stderr
