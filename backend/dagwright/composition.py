@@ -82,6 +82,7 @@ class Composition:
         self._invoke_depth = invoke_depth
         self._lock = threading.RLock()
         self._built: dict[str, object] = {}
+        self._given: dict[str, object] = {}  # the argument each service was built with
         self._stack = ExitStack()
         self._async_closers: list[Callable[[], Awaitable[None]]] = []
         # The gateway closes after everything else: runs still closing may call models.
@@ -94,6 +95,20 @@ class Composition:
                 self._built[name] = build()
             found: T = self._built[name]  # type: ignore[assignment]
             return found
+
+    def _once_given(self, name: str, given: object, build: Callable[[], T]) -> T:
+        """`_once` for a service shaped by an argument (`given`; None: none asked for). Asking
+        again with another one is a wiring mistake that would otherwise pass unnoticed (the
+        first shape wins), so it raises."""
+        with self._lock:
+            if name in self._built and given is not None and self._given.get(name) is not given:
+                raise RuntimeError(
+                    f"the {name} service was already built with {self._given.get(name)!r}: "
+                    f"ask for it with {given!r} before anything else does"
+                )
+            if name not in self._built:
+                self._given[name] = given
+            return self._once(name, build)
 
     def built(self) -> list[str]:
         """The services built so far, by name (for tests and benchmarks)."""
@@ -313,7 +328,7 @@ class Composition:
             )
             return Executor(options)
 
-        return self._once("executor", build)
+        return self._once_given("executor", node_timeout, build)
 
     def apps(self, registry: Registry | None = None) -> AppService:
         def build() -> AppService:
@@ -321,7 +336,7 @@ class Composition:
 
             return AppService(self.database(), registry or self.registry())
 
-        return self._once("apps", build)
+        return self._once_given("apps", registry, build)
 
     def runs(self, recover_interrupted: bool = False) -> RunService:
         """The run service over this process's executor; its writer is started, and it is
@@ -341,7 +356,7 @@ class Composition:
             self._async_closers.append(runs.close)
             return runs
 
-        return self._once("runs", build)
+        return self._once_given("runs", True if recover_interrupted else None, build)
 
     def queue_settings(self) -> QueueSettings:
         """Queue mode's settings (DAGWRIGHT_QUEUE, DAGWRIGHT_WORKER_*)."""
