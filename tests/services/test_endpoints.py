@@ -147,3 +147,16 @@ async def test_callers_missing_together_share_one_read_and_a_stale_entry_is_refr
     assert {app.name for app in stale} == {"Herd"}
     await asyncio.sleep(0.1)
     assert counting.reads == 2
+
+
+async def test_a_change_announced_from_a_route_thread_is_answered_once_the_route_returns(
+    apps: AppService, resolver: EndpointResolver
+) -> None:
+    # Sync routes run in threads: the publish is announced there while the loop serves others.
+    apps.create_app("threaded", "Threaded")
+    first = apps.create_version("threaded", constant(1))
+    apps.publish("threaded", first.id)
+    assert (await resolver.endpoint("threaded", None)).version_id == first.id
+    second = apps.create_version("threaded", constant(2))
+    await asyncio.to_thread(apps.publish, "threaded", second.id)
+    assert (await resolver.endpoint("threaded", None)).version_id == second.id

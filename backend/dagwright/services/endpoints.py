@@ -50,10 +50,13 @@ class _TtlCache(Generic[T]):
         self._entries: dict[str, _Entry[T]] = {}
         self._loading: dict[str, asyncio.Future[T | None]] = {}
         self._generation = 0  # a load started before a clear() must not refill the cache
+        self._loop: asyncio.AbstractEventLoop | None = None  # the one loop the cache is used on
 
     async def get(self, key: str, load: Callable[[], T | None]) -> T | None:
         """The entry for `key`, loading it (`load` in a thread) when absent or expired; a
         None from `load` is not kept, and drops what was kept."""
+        if self._loop is None:
+            self._loop = asyncio.get_running_loop()
         entry = self._entries.get(key)
         if entry is not None and entry.expires >= time.monotonic():
             return entry.value
@@ -81,9 +84,27 @@ class _TtlCache(Generic[T]):
         self._entries[key] = _Entry(value, time.monotonic() + self._ttl)
 
     def clear(self) -> None:
+        """Forget every entry. Changes are announced from the threads sync routes run in:
+        the clearing is handed to the loop, so that it never interleaves with a load's
+        completion there (which could refill the cache after it). Handed over before the
+        route's own answer, it takes effect before the change is answered."""
+        loop = self._loop
+        if loop is not None and not loop.is_closed() and not _running_on(loop):
+            loop.call_soon_threadsafe(self._clear)
+        else:
+            self._clear()
+
+    def _clear(self) -> None:
         self._generation += 1
         self._entries.clear()
         self._loading.clear()
+
+
+def _running_on(loop: asyncio.AbstractEventLoop) -> bool:
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False
 
 
 class EndpointResolver:
