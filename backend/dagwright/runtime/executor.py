@@ -891,14 +891,20 @@ def split_reuse(
     """The outputs to reuse of the flow's own nodes, by node index, and those of nodes inside
     its sub-flow nodes, by path (`m[2]/x`): a sub-flow node that runs hands these on to its
     iterations (runtime/subflow.py). A sub-flow node that is itself reused returns its whole
-    output and runs no iteration."""
+    output and runs no iteration. InputError naming a node the flow does not have (a paused
+    debug run answered after the node was deleted from the canvas)."""
     by_index: dict[int, ReusedOutput] = {}
     inner: dict[str, ReusedOutput] = {}
     for node, out in reuse.items():
         if "/" in node:
             inner[node] = out
-        else:
+            continue
+        try:
             by_index[plan.node(node).index] = out
+        except KeyError:
+            raise InputError(
+                f"the run to go on from had node {node!r}, which the flow no longer has"
+            ) from None
     return by_index, inner
 
 

@@ -1,18 +1,24 @@
 """Human-in-the-loop: runs that pause at a `human_input` node until someone answers.
 
 The pause is durable because nothing of it lives in a process. The block writes a
-`human_requests` row and stops the run with `waiting_for_human` (runtime/pause.py); the run
-is recorded as `waiting`. A `human_input` inside a map item, a repeat round or a sub-flow
-pauses the run the same way, under its path (`loop[2]/approve`); a map pauses once every item
-has run, so a run may wait on several requests. Answers (API, editor, signed link) on any
-replica, or timeouts (every replica sweeps; conditional updates decide which one acts), claim
-requests; once none of the run's requests is waiting, claiming the run itself (`waiting` ->
-`resumed`) decides which replica starts the continuation: the same app version and inputs,
-every node that had finished passed on unrun (nested ones too: each iteration hands its own
-on), and each answer as its paused node's output down the branch chosen. The continuation is
-a run of its own (mode `resume`, its parent the waiting run), in the same trace. The sweep
-also resumes runs whose last answer came before the run was recorded as waiting, or whose
-answering replica stopped before starting the continuation.
+`human_requests` row (one per node of a run: a node run again finds it) and stops the run with
+`waiting_for_human` (runtime/pause.py); the run is recorded as `waiting`. A `human_input`
+inside a map item, a repeat round or a sub-flow pauses the run the same way, under its path
+(`loop[2]/approve`); a map pauses once every item has run, so a run may wait on several
+requests. Answers (API, editor, signed link) on any replica, or timeouts (every replica
+sweeps; conditional updates decide which one acts), claim requests; once none of the run's
+requests is waiting, claiming the run itself (`waiting` -> `resumed`) decides which replica
+starts the continuation: the same app version and inputs, every node that had finished passed
+on unrun (nested ones too: each iteration hands its own on; a result stored truncated is run
+again), and each answer as its paused node's output down the branch chosen. The continuation
+is a run of its own (mode `resume`, its parent the waiting run), in the same trace.
+
+A continuation that cannot start (the canvas lost a node the run had passed, a database
+error) puts the run back to `waiting` and, for an answer, the request too, so it can be
+answered again; the answer fails with the reason. The sweep resumes runs whose last answer
+came while the run was still being recorded, and runs claimed a while ago with no
+continuation (the claiming replica stopped, or could not start it): it tries again every
+SWEEP_GRACE. A cancelled paused run's open requests are closed (`cancelled`) by the sweep.
 """
 
 from __future__ import annotations
@@ -22,19 +28,21 @@ import contextlib
 import logging
 import re
 import secrets as token_source
+from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import timedelta
-from typing import Any, Final
+from datetime import datetime, timedelta
+from typing import Any, Final, TypeVar
 
 from sqlalchemy import Engine
-from sqlmodel import Session
+from sqlalchemy.exc import IntegrityError
 
-from dagwright.errors import ConflictError, InputError
+from dagwright.errors import ConflictError, DagwrightError, InputError, RetryLaterError
 from dagwright.runtime.executor import ReusedOutput
 from dagwright.runtime.plan import CompiledFlow
 from dagwright.services.apps import AppService
 from dagwright.services.runs.recorder import LiveRun
 from dagwright.services.runs.service import RunService
+from dagwright.store.db import session
 from dagwright.store.human import HumanRequestRepository
 from dagwright.store.human_models import HumanRequest
 from dagwright.store.models import utcnow
@@ -43,11 +51,14 @@ from dagwright.telemetry.context import TraceParent, span_id_for, trace_id_for
 
 log = logging.getLogger(__name__)
 
+T = TypeVar("T")
+
 TIMEOUT_BRANCH: Final = "timeout"
 ANSWERED_BRANCH: Final = "answered"  # the one branch of a form without choices
 SWEEP: Final = 1.0  # seconds between looks for requests past their timeout
-# The sweep leaves a settled run alone for this long: the answer that settled it is still
-# starting its continuation (and is the one to report it).
+# The sweep leaves a settled (or claimed) run alone for this long: the answer that settled it
+# is still starting its continuation (and is the one to report it). A continuation that
+# could not start is tried again as often.
 SWEEP_GRACE: Final = timedelta(seconds=10)
 FIELD_TYPES: Final[dict[str, type | tuple[type, ...]]] = {
     "text": str,
@@ -58,6 +69,19 @@ FIELD_TYPES: Final[dict[str, type | tuple[type, ...]]] = {
 # A run still being recorded ("running") may yet become "waiting"; one that ended otherwise
 # (another node failed while a map item waited, say) has nothing to resume.
 RESUMABLE: Final = ("waiting", "running")
+CANCELLED: Final = "cancelled"  # a request whose run was cancelled while it waited
+
+
+def _read(engine: Engine, use: Callable[[HumanRequestRepository], T]) -> T:
+    with session(engine) as db:
+        return use(HumanRequestRepository(db))
+
+
+def _write(engine: Engine, use: Callable[[HumanRequestRepository], T]) -> T:
+    with session(engine) as db:
+        done = use(HumanRequestRepository(db))
+        db.commit()
+        return done
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,9 +109,14 @@ class HumanInbox:
         form: dict[str, Any],
         timeout_s: float | None,
     ) -> HumanRequest:
-        """`node` is the node's path in the run (`loop[2]/approve` inside a map item)."""
-        with Session(self.engine) as db:
+        """`node` is the node's path in the run (`loop[2]/approve` inside a map item). The
+        run's request for `node` when it has one already (the node ran again: a durable run
+        resumed after its worker died), whatever its state: one node, one request."""
+        with session(self.engine) as db:
             store = HumanRequestRepository(db)
+            asked = store.of_node(run_id, node)
+            if asked is not None:
+                return asked
             request = HumanRequest(
                 run_id=run_id,
                 app_id=store.app_of_run(run_id),
@@ -98,8 +127,14 @@ class HumanInbox:
                 expires_at=utcnow() + timedelta(seconds=timeout_s) if timeout_s else None,
             )
             store.add(request)
-            db.commit()
-            db.refresh(request)
+            try:
+                db.commit()
+            except IntegrityError:  # the same node of the same run asked a moment ago
+                db.rollback()
+                asked = store.of_node(run_id, node)
+                if asked is None:
+                    raise
+                return asked
             return request
 
 
@@ -149,6 +184,12 @@ class HumanService:
         self.runs = runs
         self._sweeper: asyncio.Task[None] | None = None
 
+    async def _read(self, use: Callable[[HumanRequestRepository], T]) -> T:
+        return await asyncio.to_thread(_read, self.engine, use)
+
+    async def _write(self, use: Callable[[HumanRequestRepository], T]) -> T:
+        return await asyncio.to_thread(_write, self.engine, use)
+
     # -- reading ------------------------------------------------------------------------------
 
     def requests(
@@ -161,28 +202,19 @@ class HumanService:
     ) -> Page[HumanRequest]:
         """Oldest first, one page (store/paging.py's policy)."""
         at = window(offset, limit)
-        with Session(self.engine) as db:
-            return HumanRequestRepository(db).listing(status, app_id, run_id, at)
+        return _read(self.engine, lambda store: store.listing(status, app_id, run_id, at))
 
     def get(self, request_id: str) -> HumanRequest:
-        with Session(self.engine) as db:
-            return HumanRequestRepository(db).find(request_id)
+        return _read(self.engine, lambda store: store.find(request_id))
 
     def by_link(self, token: str) -> HumanRequest:
-        with Session(self.engine) as db:
-            return HumanRequestRepository(db).by_token(token)
+        return _read(self.engine, lambda store: store.by_token(token))
 
     # -- answering ----------------------------------------------------------------------------
 
-    def _claim(self, request_id: str, status: str, answer: dict[str, Any], choice: str) -> bool:
-        with Session(self.engine) as db:
-            claimed = HumanRequestRepository(db).claim(request_id, status, answer, choice)
-            db.commit()
-            return claimed
-
-    def _run_state(self, run_id: str) -> tuple[str, str | None]:
-        with Session(self.engine) as db:
-            return HumanRequestRepository(db).run_state(run_id) or ("deleted", None)
+    async def _run_state(self, run_id: str) -> tuple[str, str | None]:
+        state = await self._read(lambda store: store.run_state(run_id))
+        return state or ("deleted", None)
 
     async def answer(
         self,
@@ -194,14 +226,24 @@ class HumanService:
         """Answer a waiting request, and resume its run unless it waits for other answers.
         A run of an unsaved flow (the editor's debug run) resumes with `draft`, the flow as
         it is on the canvas now, as a debug re-run does. ConflictError when it was answered
-        (or timed out) already, its run ended without waiting (another node failed
-        meanwhile), or it needs a draft and has none; InputError for an answer that does not
-        fit the form."""
+        (or timed out) already, its run was cancelled or ended without waiting (another node
+        failed meanwhile), or it needs a draft and has none; InputError for an answer that
+        does not fit the form. When the continuation cannot start, the run and the request
+        wait again and the error says why: InputError for a draft that no longer fits the
+        run (naming the node), RetryLaterError for a failure of the moment."""
         request = await asyncio.to_thread(self.get, request_id)
+        if request.status == CANCELLED:
+            raise ConflictError(
+                f"run {request.run_id} was cancelled: this request is closed", "run_cancelled"
+            )
         if request.status != "waiting":
             raise ConflictError(f"this request is {request.status} already", "human_answered")
         check_answer(request.form, answer, choice)
-        run_status, version_id = await asyncio.to_thread(self._run_state, request.run_id)
+        run_status, version_id = await self._run_state(request.run_id)
+        if run_status == "cancelled":
+            raise ConflictError(
+                f"run {request.run_id} was cancelled: this request is closed", "run_cancelled"
+            )
         if run_status not in RESUMABLE:
             raise ConflictError(
                 f"run {request.run_id} is {run_status}: there is nothing to resume",
@@ -215,42 +257,61 @@ class HumanService:
             )
         branch = choice or ANSWERED_BRANCH
         values = _filled(request.form, answer)
-        if not await asyncio.to_thread(self._claim, request.id, "answered", values, branch):
+        claimed = await self._write(
+            lambda store: store.claim(request.id, "answered", values, branch)
+        )
+        if not claimed:
             raise ConflictError("this request was answered a moment ago", "human_answered")
-        return await self._resume_if_ready(request.run_id, request.node, draft)
-
-    def _waiting_count(self, run_id: str) -> int:
-        with Session(self.engine) as db:
-            return HumanRequestRepository(db).waiting_count(run_id)
-
-    def _claim_run(self, run_id: str) -> bool:
-        """The one caller this succeeds for starts the paused run's continuation."""
-        with Session(self.engine) as db:
-            claimed = HumanRequestRepository(db).claim_run(run_id)
-            db.commit()
-            return claimed
+        return await self._resume_if_ready(request.run_id, request.node, draft, request.id)
 
     async def _resume_if_ready(
-        self, run_id: str, node: str, draft: CompiledFlow | None = None
+        self,
+        run_id: str,
+        node: str,
+        draft: CompiledFlow | None = None,
+        reopen: str | None = None,
     ) -> Answered:
         """Start the continuation of `run_id` if none of its requests still waits and this
         caller claims the run; `node` (the request just settled) is where its trace hangs.
         A run of an unsaved flow goes on only with a `draft` (the timeout of one settles
-        its request and leaves the run waiting for the editor)."""
-        waiting_for = await asyncio.to_thread(self._waiting_count, run_id)
+        its request and leaves the run waiting for the editor). When the continuation
+        cannot start, the run waits again, and so does request `reopen` (the answer that
+        tried), and the error is raised (see `answer`)."""
+        waiting_for = await self._read(lambda store: store.waiting_count(run_id))
         if waiting_for:
             return Answered(run_id, None, waiting_for)
-        _, version_id = await asyncio.to_thread(self._run_state, run_id)
+        _, version_id = await self._run_state(run_id)
         if version_id is None and draft is None:
             return Answered(run_id, None, 0)
-        if not await asyncio.to_thread(self._claim_run, run_id):
+        if not await self._write(lambda store: store.claim_run(run_id, utcnow())):
+            if (await self._run_state(run_id))[0] == "cancelled":
+                raise ConflictError(f"run {run_id} was cancelled meanwhile", "run_cancelled")
             return Answered(run_id, None, 0)
-        live = await self._resume(run_id, node, draft)
+        try:
+            live = await self._resume(run_id, node, draft)
+        except Exception as exc:
+            await self._release(run_id, reopen)
+            if isinstance(exc, DagwrightError):
+                raise
+            raise RetryLaterError(
+                f"run {run_id} could not go on ({type(exc).__name__}: {exc}); it waits "
+                "again: try again",
+                SWEEP_GRACE.total_seconds(),
+            ) from exc
         return Answered(run_id, live.run_id, 0)
 
-    def _answers(self, run_id: str) -> list[HumanRequest]:
-        with Session(self.engine) as db:
-            return HumanRequestRepository(db).settled(run_id)
+    async def _release(self, run_id: str, reopen: str | None) -> None:
+        """After a continuation failed to start: the run waits again (unless one started
+        after all), and request `reopen` too, so its answer can be given again. When this
+        fails as well, the sweep takes the claim over after SWEEP_GRACE."""
+        try:
+            released = await self._write(lambda store: store.release_run(run_id))
+            if released and reopen is not None:
+                await self._write(lambda store: store.reopen(reopen))
+        except Exception:
+            log.warning("run %s could not be put back to waiting", run_id, exc_info=True)
+        else:
+            log.warning("run %s could not go on: it waits again", run_id, exc_info=True)
 
     async def _resume(self, run_id: str, node: str, draft: CompiledFlow | None) -> LiveRun:
         waiting = await asyncio.to_thread(self.runs.get, run_id)
@@ -269,7 +330,7 @@ class HumanService:
             for done in waiting.nodes
             if done.status in ("succeeded", "reused")
         }
-        for answered in await asyncio.to_thread(self._answers, run_id):
+        for answered in await self._read(lambda store: store.settled(run_id)):
             branch = answered.choice or ANSWERED_BRANCH
             output = {**(answered.answer or {}), "choice": branch}
             reuse[answered.node] = ReusedOutput(output, branch)
@@ -287,46 +348,56 @@ class HumanService:
             reuse=reuse,
             traceparent=parent.header(),
         )
-        await asyncio.to_thread(self._resumed, waiting.id, live.run_id)
+        try:
+            await self._write(lambda store: store.mark_resumed(waiting.id, live.run_id))
+        except Exception:  # the continuation runs: its row (parent_run_id) says it started
+            log.warning("run %s went on as %s, unrecorded", waiting.id, live.run_id, exc_info=True)
         return live
-
-    def _resumed(self, waiting_run_id: str, run_id: str) -> None:
-        with Session(self.engine) as db:
-            HumanRequestRepository(db).mark_resumed(waiting_run_id, run_id)
-            db.commit()
 
     # -- timeouts and the sweep ---------------------------------------------------------------
 
     async def expire_due(self) -> list[Answered]:
         """Settle, as `timeout` with the fields' defaults, the requests past their timeout
-        that this replica claims, resuming their runs when nothing else is awaited."""
-
-        def due() -> list[HumanRequest]:
-            with Session(self.engine) as db:
-                return HumanRequestRepository(db).due(utcnow())
-
+        that this replica claims, resuming their runs when nothing else is awaited. A request
+        that fails is logged and left for the next sweep; the others go on."""
         settled: list[Answered] = []
-        for request in await asyncio.to_thread(due):
-            values = _filled(request.form, {})
-            claimed = await asyncio.to_thread(
-                self._claim, request.id, "expired", values, TIMEOUT_BRANCH
-            )
-            if claimed:
-                settled.append(await self._resume_if_ready(request.run_id, request.node))
+        for request in await self._read(lambda store: store.due(utcnow())):
+            try:
+                settled.append(await self._expire(request))
+            except Exception:
+                log.warning("human request %s: its timeout failed", request.id, exc_info=True)
         return settled
 
-    def _unresumed(self) -> list[tuple[str, str]]:
-        """(run, node) of paused runs with every request settled a while ago and none gone
-        on: the last answer came while the run was still being recorded, or its replica
-        stopped."""
-        with Session(self.engine) as db:
-            return HumanRequestRepository(db).unresumed(utcnow() - SWEEP_GRACE)
+    async def _expire(self, request: HumanRequest) -> Answered:
+        values = _filled(request.form, {})
+        if await self._write(
+            lambda store: store.claim(request.id, "expired", values, TIMEOUT_BRANCH)
+        ):
+            return await self._resume_if_ready(request.run_id, request.node)
+        return Answered(request.run_id, None, 0)
 
     async def resume_settled(self) -> list[Answered]:
+        """Resume paused runs with every request settled a while ago and none gone on: the
+        last answer came while the run was still being recorded, or the replica that claimed
+        the run stopped or could not start its continuation. A run that fails is logged and
+        tried again after SWEEP_GRACE; the others go on."""
+        cutoff = utcnow() - SWEEP_GRACE
         resumed: list[Answered] = []
-        for run_id, node in dict(await asyncio.to_thread(self._unresumed)).items():
-            resumed.append(await self._resume_if_ready(run_id, node))
+        for run_id, node in dict(await self._read(lambda store: store.unresumed(cutoff))).items():
+            try:
+                resumed.append(await self._take_over(run_id, node, cutoff))
+            except Exception:
+                log.warning("paused run %s could not be resumed", run_id, exc_info=True)
         return resumed
+
+    async def _take_over(self, run_id: str, node: str, claimed_before: datetime) -> Answered:
+        # A claim made before `claimed_before` that started nothing is given up first.
+        await self._write(lambda store: store.release_stale(run_id, claimed_before))
+        return await self._resume_if_ready(run_id, node)
+
+    async def close_cancelled(self) -> int:
+        """Close (`cancelled`) the waiting requests of cancelled runs; how many."""
+        return await self._write(lambda store: store.close_cancelled(CANCELLED))
 
     def start(self) -> None:
         if self._sweeper is None:
@@ -336,11 +407,11 @@ class HumanService:
 
     async def _sweep(self) -> None:
         while True:
-            try:
-                await self.expire_due()
-                await self.resume_settled()
-            except Exception:  # one bad request must not stop the others' timeouts
-                log.warning("human request sweep failed", exc_info=True)
+            for step in (self.close_cancelled, self.expire_due, self.resume_settled):
+                try:
+                    await step()
+                except Exception:  # the database went away a moment, say: the next sweep
+                    log.warning("human request sweep failed", exc_info=True)
             await asyncio.sleep(SWEEP)
 
     async def close(self) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import exists, func, or_, update
+from sqlalchemy import and_, exists, func, or_, update
 from sqlalchemy.orm import aliased
 from sqlmodel import Session, col, select
 
@@ -23,6 +23,11 @@ class HumanRequestRepository:
 
     def add(self, request: HumanRequest) -> None:
         self._db.add(request)
+
+    def of_node(self, run_id: str, node: str) -> HumanRequest | None:
+        """The run's request for this node (there is at most one)."""
+        query = select(HumanRequest).where(HumanRequest.run_id == run_id, HumanRequest.node == node)
+        return self._db.exec(query).first()
 
     def find(self, request_id: str) -> HumanRequest:
         found = self._db.get(HumanRequest, request_id)
@@ -59,6 +64,33 @@ class HumanRequestRepository:
             .values(status=status, answer=answer, choice=choice, answered_at=utcnow())
         )
         return bool(done.rowcount == 1)
+
+    def reopen(self, request_id: str) -> bool:
+        """Moves an answered request back to waiting (its run's continuation could not
+        start), unless a continuation started after all."""
+        done = self._db.exec(
+            update(HumanRequest)
+            .where(
+                col(HumanRequest.id) == request_id,
+                col(HumanRequest.status) == "answered",
+                col(HumanRequest.resumed_run_id).is_(None),
+            )
+            .values(status="waiting", answer=None, choice=None, answered_at=None)
+        )
+        return bool(done.rowcount == 1)
+
+    def close_cancelled(self, status: str) -> int:
+        """Moves the waiting requests of cancelled runs to `status`; how many."""
+        cancelled = select(Run.id).where(col(Run.status) == "cancelled")
+        done = self._db.exec(
+            update(HumanRequest)
+            .where(
+                col(HumanRequest.status) == "waiting",
+                col(HumanRequest.run_id).in_(cancelled.scalar_subquery()),
+            )
+            .values(status=status, answered_at=utcnow())
+        )
+        return int(done.rowcount)
 
     def waiting_count(self, run_id: str) -> int:
         query = select(func.count()).where(
@@ -98,25 +130,80 @@ class HumanRequestRepository:
         found = self._db.exec(select(Run.status, Run.version_id).where(Run.id == run_id)).first()
         return None if found is None else (found[0], found[1])
 
-    def claim_run(self, run_id: str) -> bool:
-        """Moves the paused run from waiting to resumed; False when it is not waiting (it
-        was resumed by another, or it is still being recorded)."""
+    def claim_run(self, run_id: str, now: datetime) -> bool:
+        """Moves the paused run from waiting to resumed, stamping its requests with the time
+        of the claim; False when it is not waiting (it was resumed by another, or it is still
+        being recorded)."""
         done = self._db.exec(
             update(Run)
             .where(col(Run.id) == run_id, col(Run.status) == "waiting")
             .values(status="resumed")
         )
+        if done.rowcount != 1:
+            return False
+        self._db.exec(
+            update(HumanRequest)
+            .where(col(HumanRequest.run_id) == run_id)
+            .values(resume_claimed_at=now)
+        )
+        return True
+
+    def _unnamed(self, run_id: str) -> Any:
+        """No request of the run names a continuation."""
+        named = aliased(HumanRequest)
+        return ~exists().where(col(named.run_id) == run_id, col(named.resumed_run_id).is_not(None))
+
+    def release_run(self, run_id: str) -> bool:
+        """Moves a claimed run back to waiting (its claimer could not start the
+        continuation), unless a continuation of it is named after all."""
+        done = self._db.exec(
+            update(Run)
+            .where(col(Run.id) == run_id, col(Run.status) == "resumed", self._unnamed(run_id))
+            .values(status="waiting")
+        )
+        return bool(done.rowcount == 1)
+
+    def release_stale(self, run_id: str, claimed_before: datetime) -> bool:
+        """As release_run, for a claim made before `claimed_before` only (the replica that
+        made it stopped, or gave up): a claim being acted on now is left alone. Nor is a run
+        from which a continuation started that stopped before it was named: only one that
+        could not start (`failed` at once) is no continuation."""
+        recent = aliased(HumanRequest)
+        child = aliased(Run)
+        done = self._db.exec(
+            update(Run)
+            .where(
+                col(Run.id) == run_id,
+                col(Run.status) == "resumed",
+                self._unnamed(run_id),
+                ~exists().where(
+                    col(child.parent_run_id) == run_id,
+                    col(child.mode) == "resume",
+                    col(child.status) != "failed",
+                ),
+                ~exists().where(
+                    col(recent.run_id) == run_id,
+                    col(recent.resume_claimed_at) >= claimed_before,
+                ),
+            )
+            .values(status="waiting")
+        )
         return bool(done.rowcount == 1)
 
     def unresumed(self, settled_before: datetime) -> list[tuple[str, str]]:
-        """(run, node) of waiting runs of saved versions whose requests were all settled
-        before `settled_before`: none waits, and none was answered since."""
+        """(run, node) of paused runs of saved versions whose requests were all settled, and
+        last claimed (if ever), before `settled_before`: `waiting` ones, and `resumed` ones
+        no request of which names a continuation (release_stale tells which of those
+        started none)."""
         pending = aliased(HumanRequest)
         query = (
             select(col(HumanRequest.run_id), col(HumanRequest.node))
             .join(Run, col(Run.id) == col(HumanRequest.run_id))
             .where(
-                col(Run.status) == "waiting",
+                or_(
+                    col(Run.status) == "waiting",
+                    and_(col(Run.status) == "resumed", col(HumanRequest.resumed_run_id).is_(None)),
+                ),
                 col(Run.version_id).is_not(None),  # an unsaved flow resumes from the editor
                 col(HumanRequest.status) != "waiting",
                 ~exists().where(
@@ -124,6 +211,8 @@ class HumanRequestRepository:
                     or_(
                         col(pending.status) == "waiting",
                         col(pending.answered_at) >= settled_before,
+                        col(pending.resume_claimed_at) >= settled_before,
+                        col(pending.resumed_run_id).is_not(None),
                     ),
                 ),
             )
