@@ -212,3 +212,39 @@ async def test_a_node_asks_once_per_run_under_a_long_path(s: Services) -> None:
         count = select(func.count()).where(REQUESTS.c.run_id == "run-long")
         assert connection.execute(count).scalar_one() == 1
     assert s.human.get(first.id).node == path
+
+
+async def test_an_output_stored_truncated_is_computed_again_on_resume(s: Services) -> None:
+    """`big` (about 300 KB) is stored as a preview: the continuation runs it again rather than
+    pass the preview on, and `size` gets the real text."""
+    document = flow(
+        [
+            node("draft", "text_input", name="draft"),
+            node("big", "template", template="{{ d * 300000 }}"),
+            node("approve", "human_input", message="{{ t[:20] }}?", inputs=["t"]),
+            node("size", "template", template="{{ b | length }} {{ a.choice }}"),
+            node("out", "output", name="size"),
+        ],
+        [
+            edge("draft", "big.d"),
+            edge("big", "approve.t"),
+            {**edge("approve", "size.a"), "branch": "answered"},
+            edge("big", "size.b"),
+            edge("size", "out"),
+        ],
+    )
+    paused = await paused_debug_run(s, document)
+    stored = {n.node: n for n in paused.nodes}
+    assert stored["big"].output["truncated"] is True  # what the store kept
+    [request] = s.requests(paused.id)
+    done = await s.human.answer(request.id, {}, draft=s.compile(document))
+    assert done.run_id is not None
+    resumed = await s.finished(done.run_id)
+    assert resumed.status == "succeeded", resumed.error
+    assert resumed.outputs == {"size": "300000 answered"}  # "x" * 300000
+    statuses = {n.node: n.status for n in resumed.nodes}
+    assert (statuses["draft"], statuses["big"], statuses["approve"]) == (
+        "reused",
+        "succeeded",
+        "reused",
+    )

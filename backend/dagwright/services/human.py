@@ -41,6 +41,7 @@ from dagwright.runtime.executor import ReusedOutput
 from dagwright.runtime.plan import CompiledFlow
 from dagwright.services.apps import AppService
 from dagwright.services.runs.recorder import LiveRun
+from dagwright.services.runs.records import reusable
 from dagwright.services.runs.service import RunService
 from dagwright.store.db import session
 from dagwright.store.human import HumanRequestRepository
@@ -324,12 +325,9 @@ class HumanService:
             assert draft is not None  # _resume_if_ready resumes no unsaved flow without one
             plan = draft
         # Every node that finished, nested ones too (`loop[0]/check`): a map or repeat that
-        # paused runs again, and each of its iterations passes on what it had done.
-        reuse = {
-            done.node: ReusedOutput(done.output, done.branch)
-            for done in waiting.nodes
-            if done.status in ("succeeded", "reused")
-        }
+        # paused runs again, and each of its iterations passes on what it had done. A result
+        # stored truncated is not passed on: its node runs again.
+        reuse = reusable(waiting.nodes, nested=True)
         for answered in await self._read(lambda store: store.settled(run_id)):
             branch = answered.choice or ANSWERED_BRANCH
             output = {**(answered.answer or {}), "choice": branch}

@@ -20,31 +20,16 @@ from collections.abc import Callable, Mapping
 from typing import Any, Final
 
 from dagwright.errors import ConflictError, DagwrightError, InputError
-from dagwright.runtime.executor import ReusedOutput
 from dagwright.runtime.plan import CompiledFlow
 from dagwright.services.apps import AppService
 from dagwright.services.evaluations import EvaluationService
-from dagwright.services.runs.records import NodeRecord, RunRecord
+from dagwright.services.runs.records import NodeRecord, RunRecord, reusable
 from dagwright.services.runs.service import RunService
 from dagwright.store.models import FINAL_STATUSES
 
 log = logging.getLogger(__name__)
 
 NOT_RETRYABLE: Final = "not_retryable"
-_FINISHED: Final = ("succeeded", "reused")
-
-
-def _truncated(value: Any) -> bool:
-    return isinstance(value, dict) and value.get("truncated") is True and "preview" in value
-
-
-def reusable(nodes: list[NodeRecord]) -> dict[str, ReusedOutput]:
-    """The recorded results a resumed run passes on instead of running their nodes."""
-    return {
-        node.node: ReusedOutput(node.output, node.branch)
-        for node in nodes
-        if node.status in _FINISHED and "/" not in node.node and not _truncated(node.output)
-    }
 
 
 def begun_unretryable(nodes: list[NodeRecord]) -> NodeRecord | None:
@@ -117,7 +102,7 @@ class DurableRunner:
         except DagwrightError as exc:  # its app or version is gone: the run cannot start
             await self.runs.close_queued(run_id, "failed", "start_failed", exc.message)
             return "failed"
-        reuse = reusable(record.nodes)
+        reuse = reusable(record.nodes, nested=False)
         if reuse:
             log.info("run %s resumes with %d recorded node result(s)", run_id, len(reuse))
         live = await self.runs.resume(

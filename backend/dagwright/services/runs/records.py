@@ -4,16 +4,18 @@ Values (inputs, outputs) are stored as JSON; a value too large keeps a preview o
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Final
 
 from pydantic_core import from_json, to_json, to_jsonable_python
 
+from dagwright.runtime.executor import ReusedOutput
 from dagwright.services.runs.writer import RUN_NODES
 from dagwright.store.models import utcnow
 
+FINISHED: Final = ("succeeded", "reused")  # a node's statuses whose output can be passed on
 MAX_VALUE_BYTES: Final = 256 * 1024  # a stored value whose JSON is larger keeps a preview only
 PREVIEW_BYTES: Final = 2 * 1024
 
@@ -129,3 +131,23 @@ def json_value(value: Any) -> Any:
 def json_ports(values: Mapping[str, Any]) -> dict[str, Any]:
     """Port name -> value, each value made safe (and capped) on its own."""
     return {name: json_value(value) for name, value in values.items()}
+
+
+def truncated(value: Any) -> bool:
+    """Whether a stored value is json_value's preview of a larger one."""
+    return isinstance(value, dict) and value.get("truncated") is True and "preview" in value
+
+
+def reusable(nodes: Iterable[NodeRecord], *, nested: bool) -> dict[str, ReusedOutput]:
+    """The recorded results a run going on from these (a resume, a re-run) may pass on
+    instead of running their nodes: those that finished, but not one stored truncated (the
+    preview is no output: its node runs again). `nested`: inner nodes too, by path
+    (`loop[0]/check`), which resuming a pause hands on to each iteration; else only the
+    flow's own nodes (a sub-flow node that did not finish runs again whole)."""
+    return {
+        node.node: ReusedOutput(node.output, node.branch)
+        for node in nodes
+        if node.status in FINISHED
+        and (nested or "/" not in node.node)
+        and not truncated(node.output)
+    }

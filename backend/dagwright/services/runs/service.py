@@ -25,6 +25,7 @@ from dagwright.services.runs.records import (
     aware,
     json_ports,
     node_records,
+    reusable,
     run_record,
 )
 from dagwright.services.runs.replicas import (
@@ -404,20 +405,15 @@ class RunService:
         nodes that are upstream of `from_node` (not it, nor anything after it) and that
         succeeded there, for the new run to pass on without running them again. Only the
         flow's own nodes: a sub-flow node upstream comes back whole, and one that re-runs
-        runs its iterations afresh (nested reuse is for resuming a pause)."""
+        runs its iterations afresh (nested reuse is for resuming a pause); one whose output
+        was stored truncated runs again."""
         try:
             rerun = plan.downstream(from_node)
         except KeyError as exc:
             raise InputError(f"reuse.from_node: {exc.args[0]}") from None
         earlier = self.get(run_id)
-        reuse = {
-            node.node: ReusedOutput(node.output, node.branch)
-            for node in earlier.nodes
-            if node.status in ("succeeded", "reused")
-            and node.node not in rerun
-            and "/" not in node.node
-        }
-        return dict(earlier.inputs), reuse
+        reuse = reusable(earlier.nodes, nested=False)
+        return dict(earlier.inputs), {n: out for n, out in reuse.items() if n not in rerun}
 
     # -- reading ----------------------------------------------------------------------------
 
