@@ -15,7 +15,7 @@ import pytest
 import pytest_asyncio
 from sqlalchemy import Engine, func, select, update
 
-from dagwright.errors import InputError
+from dagwright.errors import ConflictError, InputError
 from dagwright.registry import HUMAN, BlockServices, Registry
 from dagwright.runtime import Executor, ExecutorOptions
 from dagwright.runtime.plan import CompiledFlow
@@ -248,3 +248,36 @@ async def test_an_output_stored_truncated_is_computed_again_on_resume(s: Service
         "succeeded",
         "reused",
     )
+
+
+async def test_cancelling_a_paused_run_ends_it_and_closes_its_requests(s: Services) -> None:
+    paused = await paused_app_run(s, "cancelled", review())
+    [request] = s.requests(paused.id)
+    cancelled = await s.runs.cancel(paused.id)
+    assert cancelled.status == "cancelled"
+    assert cancelled.error is not None
+    assert cancelled.error["code"] == "cancelled"
+    with pytest.raises(ConflictError, match=f"run {paused.id} was cancelled") as refused:
+        await s.human.answer(request.id, {})  # before the sweep closed the request
+    assert refused.value.code == "run_cancelled"
+
+    assert await s.human.close_cancelled() == 1  # what every replica's sweep does
+    assert s.human.get(request.id).status == "cancelled"
+    assert s.requests(paused.id)[0].answer is None
+    with pytest.raises(ConflictError, match=f"run {paused.id} was cancelled") as refused:
+        await s.human.answer(request.id, {})
+    assert refused.value.code == "run_cancelled"
+    with pytest.raises(ConflictError) as again:
+        await s.runs.cancel(paused.id)
+    assert again.value.code == "run_finished"
+
+
+async def test_cancelling_a_resumed_run_names_the_run_that_goes_on(s: Services) -> None:
+    paused = await paused_app_run(s, "resumed", review())
+    [request] = s.requests(paused.id)
+    done = await s.human.answer(request.id, {})
+    assert done.run_id is not None
+    with pytest.raises(ConflictError, match=f"goes on as run {done.run_id}") as refused:
+        await s.runs.cancel(paused.id)
+    assert refused.value.code == "run_resumed"
+    assert (await s.finished(done.run_id)).status == "succeeded"

@@ -478,19 +478,24 @@ class RunService:
     async def cancel(self, run_id: str) -> RunRecord:
         """Cancel a run of this replica now; for another replica's run, record the request,
         which that replica acts on within CANCEL_POLL_INTERVAL. A finished run is a
-        ConflictError (run_finished)."""
+        ConflictError (run_finished). A run paused for a person's answer (`waiting`) is
+        cancelled now (services/human.py closes its requests); one that was resumed is a
+        ConflictError (run_resumed) naming the run that goes on from it."""
         live = self._live.get(run_id)
         if live is not None:
             if live.run.status is None:
                 live.cancel_requested_at = utcnow()
                 live.run.cancel(CANCEL_REASON)
             record = await live.wait()
-            if record.status != "cancelled":  # it had finished before the request came
+            if record.status == "cancelled":
+                return record
+            if record.status != "waiting":  # it had finished before the request came
                 raise _finished(record)
-            return record
         record = await asyncio.to_thread(self.get, run_id)
         if record.status in FINAL_STATUSES:
             raise _finished(record)
+        if record.status == "resumed":
+            raise await asyncio.to_thread(self._resumed, run_id)
         requested = utcnow()
 
         def request(conn: Connection) -> None:
@@ -504,19 +509,36 @@ class RunService:
                 .values(cancel_requested_at=requested)
             )
             # A run still waiting in the queue (services/queue) ends now: no worker has it,
-            # and the one that takes its job finds it finished.
+            # and the one that takes its job finds it finished; so does a paused run (nothing
+            # of it runs), unless an answer resumed it first.
             conn.execute(
                 update(RUNS)
-                .where(RUNS.c.id == run_id, RUNS.c.status == "queued")
+                .where(RUNS.c.id == run_id, RUNS.c.status.in_(("queued", "waiting")))
                 .values(status="cancelled", finished_at=requested, error=dict(_CANCELLED))
             )
 
         await self._ready()
         await asyncio.wrap_future(self.writer.call(request))
-        if record.status == "queued":
-            return await asyncio.to_thread(self.get, run_id)
+        if record.status in ("queued", "waiting"):
+            record = await asyncio.to_thread(self.get, run_id)
+            if record.status == "resumed":  # an answer came first
+                raise await asyncio.to_thread(self._resumed, run_id)
+            return record
         record.cancel_requested_at = record.cancel_requested_at or requested
         return record
+
+    def _resumed(self, run_id: str) -> ConflictError:
+        """A paused run that was resumed goes on as another run (mode resume, its child)."""
+        query = (
+            select(RUNS.c.id)
+            .where(RUNS.c.parent_run_id == run_id, RUNS.c.mode == "resume")
+            .order_by(RUNS.c.created_at.desc())
+            .limit(1)
+        )
+        with self.engine.connect() as conn:
+            child = conn.execute(query).scalar()
+        goes_on = f"it goes on as run {child}: cancel that one" if child else "it is starting"
+        return ConflictError(f"run {run_id} was resumed: {goes_on}", "run_resumed")
 
     def _ensure_poller(self) -> None:
         loop = asyncio.get_running_loop()
