@@ -114,6 +114,18 @@ def test_a_debug_run_paused_in_map_items_is_answered_in_the_debug_panel(
     expect(first).to_contain_text("Approve memo?")
     expect(second).to_contain_text("Approve note?")
     expect(page.get_by_text("The run failed")).to_have_count(0)  # a pause is no failure
+    # The map's items wait in its iteration strip: their own status and label, not failed.
+    page.get_by_test_id("debug-node-each").click()
+    strip = page.get_by_test_id("iterations-each")
+    expect(strip).to_contain_text("2 · 2 waiting for input")
+    for index in range(2):
+        item = page.get_by_test_id(f"iteration-each[{index}]")
+        expect(item).to_have_attribute("data-status", "waiting")
+        expect(item).to_have_attribute("title", f"each[{index}]: waiting for input")
+        expect(item).to_have_text(f"⏸ {index + 1}")
+    page.get_by_test_id("iteration-each[0]").click()
+    asking = page.get_by_test_id("iteration-node-each[0]/approve")
+    expect(asking).to_have_attribute("data-status", "waiting")
 
     first.get_by_label("Urgent").check()
     first.get_by_role("button", name="approve").click()
@@ -121,9 +133,16 @@ def test_a_debug_run_paused_in_map_items_is_answered_in_the_debug_panel(
     expect(first).to_have_count(0)
     second.get_by_role("button", name="reject").click()
 
-    # The panel follows the run that goes on: the items' answers are their nodes' outputs.
+    # The panel follows the run that goes on: the map's items are done in its strip, and
+    # the items' answers are their nodes' outputs.
     expect(page.get_by_test_id("debug-waiting")).to_have_count(0)
     expect(page.get_by_test_id("run-status")).to_contain_text(re.compile("succeeded", re.I))
+    expect(strip).to_contain_text("2 · 2 succeeded")
+    for index in range(2):
+        item = page.get_by_test_id(f"iteration-each[{index}]")
+        expect(item).to_have_attribute("data-status", "succeeded")
+        expect(item).to_have_text(str(index + 1))
+    page.get_by_role("button", name="show result").click()
     expect(page.get_by_test_id("run-outputs")).to_contain_text("approve True")
     expect(page.get_by_test_id("run-outputs")).to_contain_text("reject")
 

@@ -252,6 +252,9 @@ def test_each_repeat_round_pauses_and_the_rounds_before_are_reused(server: LiveS
     assert paused["status"] == "waiting", paused
     [first] = waiting_requests(api, paused["run_id"])
     assert (first["node"], first["message"]) == ("refine[0]/ask", "Round 0: v1")
+    # A pause is no failure: the asking node and the repeat around it are waiting.
+    paused_nodes = statuses(api.get_run(paused["run_id"]))
+    assert (paused_nodes["refine[0]/ask"], paused_nodes["refine"]) == ("waiting", "waiting")
 
     second_run = api.wait_for_run(answer(api, first["id"], {"text": "v2"})["run_id"])
     assert second_run["status"] == "waiting"  # round 1 asks again, in the continuation

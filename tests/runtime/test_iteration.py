@@ -24,12 +24,14 @@ from dagwright.runtime import (
     NodeCancelled,
     NodeFinished,
     NodeStarted,
+    NodeWaiting,
     ReusedOutput,
     build_trace,
     compile_flow,
     iteration_nodes,
     parse_flow,
 )
+from dagwright.runtime.pause import WAITING_FOR_HUMAN, WaitingForHuman
 from support import blocks as test_blocks
 from support.flows import edge, node
 
@@ -54,6 +56,14 @@ def it_grow(config: GrowConfig, state: str) -> Draft:
 async def it_metered(ctx: NodeContext, x: Any = None) -> Any:
     """Accounts for one pretend model call and passes x on."""
     ctx.record_usage(Usage(prompt_tokens=3, completion_tokens=2, cost=0.25, calls=1))
+    return x
+
+
+@block("it_ask", category="data_process", description="Waits for a person below zero.")
+def it_ask(x: int) -> int:
+    """Passes a positive x on; a negative one waits for a person, as human_input does."""
+    if x < 0:
+        raise WaitingForHuman(f"asked about {x}")
     return x
 
 
@@ -187,6 +197,37 @@ async def test_map_item_policies() -> None:
     trace = build_trace(failed.events)
     assert [it.status for it in trace["m"].iterations] == ["succeeded", "failed"]
     assert trace["m[1]/bad"].status == "failed"
+
+
+async def test_items_that_wait_for_a_person_are_waiting_not_failed() -> None:
+    asking = sub(
+        [
+            node("item", "json_input", name="item"),
+            node("ask", "it_ask"),
+            node("y", "output", name="y"),
+        ],
+        [edge("item", "ask.x"), edge("ask", "y")],
+    )
+    result = await Executor().run(map_flow(asking, output="y"), {"xs": [1, -2, 3, -4]})
+    assert result.status == "failed"  # the root run stops; services record it as waiting
+    assert result.error is not None
+    assert (result.error.code, result.error.node) == (WAITING_FOR_HUMAN, "m")
+    assert "2 of 4 items wait for a person" in result.error.message
+    waiting = {e.node: e.message for e in result.events if isinstance(e, NodeWaiting)}
+    assert set(waiting) == {"m[1]/ask", "m[3]/ask", "m"}
+    assert waiting["m[1]/ask"] == "asked about -2"
+    finished = {e.index: e.status for e in result.events if isinstance(e, IterationFinished)}
+    assert finished == {0: "succeeded", 1: "waiting", 2: "succeeded", 3: "waiting"}
+    trace = build_trace(result.events)
+    assert [it.status for it in trace["m"].iterations] == [
+        "succeeded",
+        "waiting",
+        "succeeded",
+        "waiting",
+    ]
+    assert (trace["m"].status, trace["m[1]/ask"].status) == ("waiting", "waiting")
+    assert trace["m[1]/ask"].error == "asked about -2"
+    assert trace["m[0]/ask"].status == "succeeded"
 
 
 async def test_a_failing_item_cancels_the_items_still_running() -> None:

@@ -127,7 +127,7 @@ def _print_trace(result: RunResult, plan: CompiledFlow) -> None:
             f"  {trace.node:<20} {trace.block or '-':<16} {trace.status:<10} {start} {duration} "
             f"{tokens}"
         )
-        if trace.status in ("failed", "skipped", "cancelled") and trace.error:
+        if trace.status in ("failed", "skipped", "cancelled", "waiting") and trace.error:
             line += f"  {trace.error}"
         typer.echo(line, err=True)
         scripted |= trace.usage.scripted
@@ -148,7 +148,13 @@ class _LivePrinter:
         self._streaming: str | None = None  # the node whose tokens are being printed
 
     def __call__(self, event: RunEvent) -> None:
-        from dagwright.runtime import NodeFailed, NodeFinished, NodeMessage, NodeSkipped
+        from dagwright.runtime import (
+            NodeFailed,
+            NodeFinished,
+            NodeMessage,
+            NodeSkipped,
+            NodeWaiting,
+        )
 
         if isinstance(event, NodeMessage) and event.kind == "token":
             if self._streaming != event.node:
@@ -157,7 +163,7 @@ class _LivePrinter:
                 self._streaming = event.node
             typer.echo(event.data["text"], err=True, nl=False)
             return
-        if isinstance(event, NodeFinished | NodeSkipped | NodeFailed):
+        if isinstance(event, NodeFinished | NodeSkipped | NodeFailed | NodeWaiting):
             self._end_stream()
         if isinstance(event, NodeFinished):
             typer.echo(f"  ok      {event.node} ({event.duration * 1e3:.1f} ms)", err=True)
@@ -165,6 +171,8 @@ class _LivePrinter:
             typer.echo(f"  skipped {event.node}: {event.reason}", err=True)
         elif isinstance(event, NodeFailed):
             typer.echo(f"  failed  {event.node}: {event.error_type}: {event.message}", err=True)
+        elif isinstance(event, NodeWaiting):
+            typer.echo(f"  waiting {event.node}: {event.message}", err=True)
 
     def _end_stream(self) -> None:
         if self._streaming is not None:

@@ -132,7 +132,7 @@ def _follow(
                 data = json.loads(line.partition(":")[2])
                 if kind == "node_message" and data.get("kind") == "token":
                     sys.stderr.write(data["data"]["text"])
-                elif kind in ("node_finished", "node_skipped", "node_failed"):
+                elif kind in ("node_finished", "node_skipped", "node_failed", "node_waiting"):
                     sys.stderr.write(f"\n  {kind.removeprefix('node_'):9} {data['node']}\n")
                 elif kind == "result":
                     result = data

@@ -18,7 +18,7 @@ from dagwright.api.routes.published import run_deadline
 from dagwright.api.state import Services
 from dagwright.errors import DagwrightError
 from dagwright.mcp.schema import input_schema
-from dagwright.runtime.events import NodeFailed, NodeFinished, NodeSkipped
+from dagwright.runtime.events import NodeFailed, NodeFinished, NodeSkipped, NodeWaiting
 from dagwright.services.inputs import check_input_types
 from dagwright.store.models import App
 
@@ -83,9 +83,15 @@ def app_tools(services: Services) -> Server[Any]:
         total = len(endpoint.plan.nodes)
         settled = 0
         async for event in live.run.stream():
-            if isinstance(event, NodeFinished | NodeFailed | NodeSkipped) and "/" not in event.node:
+            settles = NodeFinished | NodeFailed | NodeSkipped | NodeWaiting
+            if isinstance(event, settles) and "/" not in event.node:
                 settled += 1
-                verb = {NodeFinished: "finished", NodeFailed: "failed", NodeSkipped: "skipped"}
+                verb = {
+                    NodeFinished: "finished",
+                    NodeFailed: "failed",
+                    NodeSkipped: "skipped",
+                    NodeWaiting: "waits for a person",
+                }
                 await ctx.session.report_progress(
                     settled, total, f"{event.node} {verb[type(event)]}"
                 )

@@ -11,6 +11,9 @@ from typing import Any, ClassVar, Literal
 from dagwright.registry.context import ModelCall, Usage
 
 RunStatus = Literal["succeeded", "failed", "cancelled"]
+# An iteration (a map item, a repeat round, a sub-flow call) may also stop to wait for a
+# person (runtime/pause.py): it is neither done nor failed until an answer resumes the run.
+IterationStatus = Literal["succeeded", "failed", "cancelled", "waiting"]
 
 
 @dataclass(slots=True)
@@ -79,6 +82,16 @@ class NodeFailed(NodeEvent):
 
 
 @dataclass(slots=True)
+class NodeWaiting(NodeEvent):
+    """The node stopped to wait for a person (a `human_input` node, or a sub-flow node whose
+    iterations did): the run ends as `waiting`, not failed, and an answer resumes it."""
+
+    type: ClassVar[str] = "node_waiting"
+    message: str
+    duration: float
+
+
+@dataclass(slots=True)
 class NodeCancelled(NodeEvent):
     type: ClassVar[str] = "node_cancelled"
     reason: str
@@ -133,7 +146,7 @@ class IterationStarted(NodeEvent):
 class IterationFinished(NodeEvent):
     type: ClassVar[str] = "iteration_finished"
     index: int | None
-    status: RunStatus
+    status: IterationStatus
     duration: float
     error: str | None
     outputs: dict[str, Any] | None = None  # the sub-flow's outputs when it succeeded

@@ -39,6 +39,7 @@ from dagwright.runtime.events import (
     NodeSkipped,
     NodeStarted,
     NodeUsage,
+    NodeWaiting,
     RunError,
     RunEvent,
     RunFinished,
@@ -669,6 +670,11 @@ class Run:
         now = time.perf_counter()
         message = str(exc) or repr(exc)
         error_type = type(exc).__name__
+        if isinstance(exc, WaitingForHuman):
+            self._emit(NodeWaiting(self.run_id, now - self._t0, node.id, message, now - started))
+            why = f"node {node.id!r} ({node.spec.name}) waits for a person: {message}"
+            self._stop(RunError(exc.code, why, node.id, error_type))
+            return
         self._emit(
             NodeFailed(self.run_id, now - self._t0, node.id, error_type, message, now - started)
         )

@@ -22,7 +22,13 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 from dagwright.errors import DagwrightError, InputError
 from dagwright.registry import APPS, PortSpec, Service
 from dagwright.registry.services import check_needs
-from dagwright.runtime.events import IterationFinished, IterationStarted, NodeEvent, RunEvent
+from dagwright.runtime.events import (
+    IterationFinished,
+    IterationStarted,
+    IterationStatus,
+    NodeEvent,
+    RunEvent,
+)
 from dagwright.runtime.pause import WaitingForHuman, is_pause
 from dagwright.runtime.scope import RunScope
 
@@ -215,9 +221,10 @@ class SubflowHost:
             raise
         took = time.perf_counter() - started
         error = None if result.error is None else result.error.message
+        status: IterationStatus = "waiting" if is_pause(result.error) else result.status
         emit(
             IterationFinished(
-                run.run_id, run._now(), node_id, index, result.status, took, error, result.outputs
+                run.run_id, run._now(), node_id, index, status, took, error, result.outputs
             )
         )
         return result

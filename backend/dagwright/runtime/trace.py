@@ -21,13 +21,22 @@ from dagwright.runtime.events import (
     NodeSkipped,
     NodeStarted,
     NodeUsage,
+    NodeWaiting,
     RunEvent,
 )
 
 NodeStatus = Literal[
-    "pending", "running", "succeeded", "reused", "recovered", "skipped", "failed", "cancelled"
+    "pending",
+    "running",
+    "succeeded",
+    "reused",
+    "recovered",
+    "skipped",
+    "failed",
+    "cancelled",
+    "waiting",
 ]
-IterationStatus = Literal["running", "succeeded", "failed", "cancelled"]
+IterationStatus = Literal["running", "succeeded", "failed", "cancelled", "waiting"]
 
 
 @dataclass(slots=True)
@@ -93,7 +102,7 @@ class RunTrace:
 
     def apply(self, event: RunEvent) -> NodeTrace | None:  # noqa: C901, PLR0912
         """Fold one event in; returns the node's trace when the event settled the node
-        (finished, failed, cancelled or skipped), else None."""
+        (finished, failed, waiting, cancelled or skipped), else None."""
         if isinstance(event, NodeUsage):
             trace = self._of(event.node)
             if self._keep_messages:
@@ -124,6 +133,11 @@ class RunTrace:
         if isinstance(event, NodeFailed):
             trace = self._of(event.node)
             trace.status, trace.error = "failed", f"{event.error_type}: {event.message}"
+            trace.finished, trace.duration = event.t, event.duration
+            return trace
+        if isinstance(event, NodeWaiting):
+            trace = self._of(event.node)
+            trace.status, trace.error = "waiting", event.message
             trace.finished, trace.duration = event.t, event.duration
             return trace
         if isinstance(event, NodeCancelled):

@@ -28,6 +28,7 @@ from dagwright.runtime.events import (
     NodeFinished,
     NodeStarted,
     NodeUsage,
+    NodeWaiting,
     RunEvent,
     RunFinished,
     RunStarted,
@@ -36,8 +37,7 @@ from dagwright.telemetry.context import TraceLinks, span_id_for
 
 SCOPE: Final = InstrumentationScope("dagwright", __version__)
 _SAMPLED: Final = TraceFlags(TraceFlags.SAMPLED)
-# A human_input node pausing the run (services/human.py): its error type and code.
-PAUSED_ERROR: Final = "WaitingForHuman"
+# A human_input node pausing the run (services/human.py): the run's error code.
 PAUSED_CODE: Final = "waiting_for_human"
 
 Export = Callable[[ReadableSpan], None]
@@ -154,12 +154,12 @@ class RunSpans:
             self._nodes[event.node] = _Open(event.t, attributes)
         elif isinstance(event, NodeFinished):
             self._node_finished(event)
+        elif isinstance(event, NodeWaiting):  # a pause, not a failure: the run goes on
+            at = self._ns(event.t)
+            paused = Event("waiting_for_human", {"message": event.message}, timestamp=at)
+            self._end_node(event.node, event.t, {}, (paused,), Status(StatusCode.UNSET))
         elif isinstance(event, NodeFailed):
             at = self._ns(event.t)
-            if event.error_type == PAUSED_ERROR:  # a pause, not a failure: the run goes on
-                paused = Event("waiting_for_human", {"message": event.message}, timestamp=at)
-                self._end_node(event.node, event.t, {}, (paused,), Status(StatusCode.UNSET))
-                return
             error = _error_event(event.error_type, event.message, at)
             status = Status(StatusCode.ERROR, f"{event.error_type}: {event.message}")
             self._end_node(event.node, event.t, {}, (error,), status)
@@ -250,7 +250,11 @@ class RunSpans:
             return
         events: tuple[Event, ...] = ()
         status = Status(StatusCode.OK)
-        if event.status != "succeeded":
+        if event.status == "waiting":  # a pause: the continuing run's iteration follows
+            paused = {"message": event.error or ""}
+            events = (Event("waiting_for_human", paused, timestamp=self._ns(event.t)),)
+            status = Status(StatusCode.UNSET)
+        elif event.status != "succeeded":
             message = event.error or event.status
             events = (_error_event(event.status, message, self._ns(event.t)),)
             status = Status(StatusCode.ERROR, message)

@@ -248,7 +248,8 @@ export type NodeRunStatus =
   | "skipped"
   | "failed"
   | "cancelled"
-  | "reused";
+  | "reused"
+  | "waiting"; // stopped to wait for a person (a human_input node, or a sub-flow node around one)
 
 export type NodeRunState = {
   status: NodeRunStatus;

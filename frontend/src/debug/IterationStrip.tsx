@@ -12,6 +12,11 @@ import "./iterations.css";
 
 const MAX_SHOWN = 500; // a strip longer than this says how many more there are
 
+/** How the strip names a status: a pause reads as what it is, not as a failure. */
+export function statusLabel(status: string): string {
+  return status === "waiting" ? "waiting for input" : status;
+}
+
 export function IterationPanel({ run, nodeId }: { run: RunState; nodeId: string }) {
   const iterations = useMemo(() => iterationsOf(run, nodeId), [run, nodeId]);
   const [chosen, setChosen] = useState<string | null>(null);
@@ -25,12 +30,13 @@ export function IterationPanel({ run, nodeId }: { run: RunState; nodeId: string 
         Iterations{" "}
         <span className="dw-muted">
           {iterations.length}
-          {[...counts].map(([status, n]) => ` · ${n} ${status}`).join("")}
+          {[...counts].map(([status, n]) => ` · ${n} ${statusLabel(status)}`).join("")}
         </span>
       </h4>
       <div className="dw-iteration-strip" role="tablist" aria-label={`Iterations of ${nodeId}`}>
         {iterations.slice(0, MAX_SHOWN).map((it) => {
-          const label = it.index === null ? "call" : String(it.index + 1);
+          const number = it.index === null ? "call" : String(it.index + 1);
+          const label = it.status === "waiting" ? `⏸ ${number}` : number;
           return (
             <button
               key={it.prefix}
@@ -40,7 +46,8 @@ export function IterationPanel({ run, nodeId }: { run: RunState; nodeId: string 
               className={`dw-iteration dw-it-${it.status}${it.prefix === chosen ? " dw-selected" : ""}`}
               data-testid={`iteration-${it.prefix.slice(0, -1)}`}
               data-status={it.status}
-              title={`${it.prefix.slice(0, -1)}: ${it.status}`}
+              title={`${it.prefix.slice(0, -1)}: ${statusLabel(it.status)}`}
+              aria-label={`${it.prefix.slice(0, -1)}: ${statusLabel(it.status)}`}
               onClick={() => setChosen(it.prefix === chosen ? null : it.prefix)}
             >
               {label}

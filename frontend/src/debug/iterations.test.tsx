@@ -12,6 +12,13 @@ function mapRun(): RunState {
   return messagesOf(fixtures.mapSse).reduce(applyMessage, startingState(nodes));
 }
 
+// A real stream: `each` maps over three drafts; "memo" (item 1) asks a person, the others
+// go on by themselves, and the run stops to wait.
+function waitingRun(): RunState {
+  const nodes = (fixtures.mapWaitingFlow.nodes ?? []).map((n) => ({ id: n.id, block: n.block }));
+  return messagesOf(fixtures.mapWaitingSse).reduce(applyMessage, startingState(nodes));
+}
+
 afterEach(cleanup);
 
 describe("iterations from a real map stream", () => {
@@ -61,5 +68,43 @@ describe("the iteration strip", () => {
     );
     fireEvent.click(second);
     expect(screen.queryByTestId("iteration-nodes")).toBeNull();
+  });
+});
+
+describe("a map item waiting for a person", () => {
+  const state = waitingRun();
+
+  it("is waiting, not failed, and so are its asking node and the map", () => {
+    expect(state.error?.code).toBe("waiting_for_human");
+    expect(iterationsOf(state, "each").map((it) => [it.index, it.status])).toEqual([
+      [0, "succeeded"],
+      [1, "waiting"],
+      [2, "succeeded"],
+    ]);
+    expect(state.nodes["each[1]/ask"].status).toBe("waiting");
+    expect(state.nodes["each[1]/ask"].error).toMatch(/waiting for an answer to request .*: Approve memo\?/);
+    expect(state.nodes["each"].status).toBe("waiting");
+    expect(Object.values(state.nodes).filter((n) => n.status === "failed")).toEqual([]);
+  });
+
+  it("shows in the strip with its own colour, mark and label", () => {
+    render(
+      <div className="dw-debug">
+        <IterationPanel run={state} nodeId="each" />
+      </div>,
+    );
+    const strip = screen.getByTestId("iterations-each");
+    expect(within(strip).getByText(/3 · 2 succeeded · 1 waiting for input/)).toBeTruthy();
+    const asking = screen.getByTestId("iteration-each[1]");
+    expect(asking.getAttribute("data-status")).toBe("waiting");
+    expect(asking.className).toContain("dw-it-waiting");
+    expect(asking.textContent).toBe("⏸ 2");
+    expect(asking.getAttribute("title")).toBe("each[1]: waiting for input");
+    expect(screen.getByTestId("iteration-each[0]").textContent).toBe("1");
+    fireEvent.click(asking);
+    const opened = screen.getByTestId("iteration-nodes");
+    expect(within(opened).getByTestId("iteration-node-each[1]/ask").getAttribute("data-status")).toBe("waiting");
+    // the nodes after the question never ran: the stream names none of them
+    expect(within(opened).queryByTestId("iteration-node-each[1]/said")).toBeNull();
   });
 });

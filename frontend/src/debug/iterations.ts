@@ -26,8 +26,18 @@ export function topLevel(order: string[]): string[] {
   return order.some(isNested) ? order.filter((id) => !isNested(id)) : order;
 }
 
-// Worst first: one failed node fails the iteration, one running keeps it running.
-const RANK: NodeRunStatus[] = ["failed", "cancelled", "running", "succeeded", "reused", "skipped", "pending"];
+// Worst first: one failed node fails the iteration, one waiting for a person makes it wait
+// (a pause is no failure: the nodes after it never ran), one running keeps it running.
+const RANK: NodeRunStatus[] = [
+  "failed",
+  "cancelled",
+  "waiting",
+  "running",
+  "succeeded",
+  "reused",
+  "skipped",
+  "pending",
+];
 
 function combine(statuses: NodeRunStatus[]): NodeRunStatus {
   let best = RANK.length - 1;

@@ -212,6 +212,15 @@ export function applyEvent(state: RunState, event: RunEvent): RunState {
         finished: event.t,
         duration: event.duration,
       }));
+    case "node_waiting":
+      return withNode(next, event.node, (node) => ({
+        ...node,
+        status: "waiting",
+        error: event.message,
+        started: node.started ?? event.t - event.duration,
+        finished: event.t,
+        duration: event.duration,
+      }));
     case "node_cancelled":
       return withNode(next, event.node, (node) => ({
         ...node,
@@ -289,7 +298,7 @@ export function looksScripted(block: string | null, output: unknown): boolean {
 
 function nodeFromRecord(record: NodeRecord, live: NodeView | undefined): NodeView {
   const status = (
-    ["succeeded", "reused", "skipped", "failed", "cancelled", "running", "pending"].includes(
+    ["succeeded", "reused", "skipped", "failed", "cancelled", "running", "pending", "waiting"].includes(
       record.status,
     )
       ? record.status
@@ -401,7 +410,7 @@ export function nodeRunStates(state: RunState): Record<string, NodeRunState> {
     const entry: NodeRunState = { status: node.status };
     if (node.duration !== null) entry.durationMs = Math.round(node.duration * 1000 * 10) / 10;
     if (node.usage) entry.tokens = node.usage.prompt_tokens + node.usage.completion_tokens;
-    if (node.error && (node.status === "failed" || node.status === "cancelled"))
+    if (node.error && (node.status === "failed" || node.status === "cancelled" || node.status === "waiting"))
       entry.error = node.error;
     out[id] = entry;
   }

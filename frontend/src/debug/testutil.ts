@@ -10,6 +10,8 @@ import failSse from "./fixtures/fail.sse?raw";
 import cancelSse from "./fixtures/cancel.sse?raw";
 import mapSse from "./fixtures/map.sse?raw";
 import mapFlow from "./fixtures/map.flow.json?raw";
+import mapWaitingSse from "./fixtures/map_waiting.sse?raw";
+import mapWaitingFlow from "./fixtures/map_waiting.flow.json?raw";
 import { SseParser, type SseMessage } from "../api/sse";
 import type { FlowDocument, RunRecord } from "./types";
 
@@ -23,6 +25,9 @@ export const fixtures = {
   cancelSse,
   mapSse, // a map over a sub-flow, one item failing (skipped): backend/dagwright/runtime
   mapFlow: JSON.parse(mapFlow) as FlowDocument,
+  // a debug run mapping over three drafts whose second asks a person (human_input): paused
+  mapWaitingSse,
+  mapWaitingFlow: JSON.parse(mapWaitingFlow) as FlowDocument,
 };
 
 export function messagesOf(text: string): SseMessage[] {

@@ -61,6 +61,14 @@ export interface NodeFailedEvent extends EventBase {
   duration: number;
 }
 
+/** The node stopped to wait for a person (runtime/pause.py): the run waits, not failed. */
+export interface NodeWaitingEvent extends EventBase {
+  type: "node_waiting";
+  node: string;
+  message: string;
+  duration: number;
+}
+
 export interface NodeCancelledEvent extends EventBase {
   type: "node_cancelled";
   node: string;
@@ -92,6 +100,7 @@ export type RunEvent =
   | NodeFinishedEvent
   | NodeSkippedEvent
   | NodeFailedEvent
+  | NodeWaitingEvent
   | NodeCancelledEvent
   | NodeMessageEvent
   | RunFinishedEvent;
@@ -111,7 +120,7 @@ export interface RunResult {
 export interface NodeRecord {
   node: string;
   block: string;
-  status: string; // succeeded | reused | skipped | failed | cancelled
+  status: string; // succeeded | reused | skipped | failed | cancelled | waiting
   inputs: Record<string, unknown> | null;
   output: unknown;
   branch: string | null;

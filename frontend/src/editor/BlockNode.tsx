@@ -21,6 +21,7 @@ const STATUS_ICON: Record<NodeRunState["status"], string> = {
   failed: "✕",
   cancelled: "⊘",
   reused: "↺",
+  waiting: "⏸",
 };
 
 export function formatDuration(ms: number): string {
@@ -122,6 +123,7 @@ function BlockNodeView({ id, data, selected }: NodeProps<EditorNode>) {
         </div>
       )}
       {run?.status === "failed" && run.error && <div className="dw-node-problem">{run.error}</div>}
+      {run?.status === "waiting" && <div className="dw-node-waiting">waiting for input</div>}
       <div className="dw-node-ports">
         {inputs.map((p) => (
           <PortRow key={`in-${p.name}`} port={p} side="in" problem={portProblem(deco.problems, p.name)} handleId={p.name} label={p.name} testId={`port-${id}-in-${p.name}`} />

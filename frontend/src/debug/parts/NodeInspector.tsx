@@ -94,7 +94,13 @@ export function NodeInspector({
             </>
           ) : (
             <>
-              {node.status === "skipped" ? "Skipped: " : node.status === "cancelled" ? "Cancelled: " : ""}
+              {node.status === "skipped"
+                ? "Skipped: "
+                : node.status === "cancelled"
+                  ? "Cancelled: "
+                  : node.status === "waiting"
+                    ? "Waiting for input: "
+                    : ""}
               {node.error}
             </>
           )}
