@@ -2,7 +2,7 @@
 // as the node's `tool`, and the picked tool's input schema (each argument's type, whether it
 // is required, its description) so the node's `inputs` and `arguments` can be filled in.
 
-import { useState } from "react";
+import { useEffect, useRef, useState } from "react";
 import { ApiError } from "../api/transport";
 import { argumentsOf, listMcpTools, serverOf, type McpTool } from "./mcpTools";
 
@@ -13,27 +13,57 @@ export function McpToolPicker({
   config: Record<string, unknown>;
   onPick: (tool: string) => void;
 }) {
-  const [tools, setTools] = useState<McpTool[] | null>(null);
-  const [problem, setProblem] = useState<string | null>(null);
-  const [loading, setLoading] = useState(false);
   const server = serverOf(config);
+  // What was listed (or refused) is kept with the server it came from: a changed url,
+  // command or token secret shows nothing until that server is listed.
+  const key = server === null ? null : JSON.stringify(server);
+  const [listed, setListed] = useState<{ key: string; tools: McpTool[] } | null>(null);
+  const [problem, setProblem] = useState<{ key: string; message: string } | null>(null);
+  const [loading, setLoading] = useState<{ key: string; call: AbortController } | null>(null);
+  // The call under way, cancelled when the server changes or the form closes.
+  const calls = useRef(new Set<AbortController>());
+  useEffect(() => {
+    const inFlight = calls.current;
+    return () => {
+      inFlight.forEach((c) => c.abort());
+      inFlight.clear();
+    };
+  }, [key]);
   const list = () => {
-    if (server === null) return;
-    setLoading(true);
+    if (server === null || key === null) return;
+    const inFlight = calls.current;
+    inFlight.forEach((c) => c.abort());
+    inFlight.clear();
+    const call = new AbortController();
+    inFlight.add(call);
+    setLoading({ key, call });
     setProblem(null);
-    listMcpTools(server).then(
-      (found) => (setLoading(false), setTools(found)),
-      (e: unknown) => (setLoading(false), setProblem(e instanceof ApiError ? e.message : String(e))),
+    listMcpTools(server, { signal: call.signal }).then(
+      (found) => {
+        if (call.signal.aborted) return;
+        inFlight.delete(call);
+        setLoading(null);
+        setListed({ key, tools: found });
+      },
+      (e: unknown) => {
+        if (call.signal.aborted) return;
+        inFlight.delete(call);
+        setLoading(null);
+        setProblem({ key, message: e instanceof ApiError ? e.message : String(e) });
+      },
     );
   };
+  const tools = listed !== null && listed.key === key ? listed.tools : null;
+  // A call cancelled by a change of server is not under way for it when it comes back.
+  const busy = loading !== null && loading.key === key && !loading.call.signal.aborted;
   const chosen = tools?.find((t) => t.name === config.tool) ?? null;
   return (
     <div className="mcp-tools" data-testid="mcp-tools">
-      <button type="button" className="btn" disabled={server === null || loading} onClick={list}>
-        {loading ? "Listing tools…" : tools === null ? "List the server's tools" : "List again"}
+      <button type="button" className="btn" disabled={server === null || busy} onClick={list}>
+        {busy ? "Listing tools…" : tools === null ? "List the server's tools" : "List again"}
       </button>
       {server === null && <span className="muted"> Give the server's url (or command) first.</span>}
-      {problem && <p role="alert">{problem}</p>}
+      {problem !== null && problem.key === key && <p role="alert">{problem.message}</p>}
       {tools !== null && (
         <label className="field">
           Tool
