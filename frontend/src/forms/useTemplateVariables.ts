@@ -3,26 +3,32 @@
 // validator cannot disagree. A template that does not parse keeps the last answer (the
 // validation problem says why).
 
-import { useEffect, useState } from "react";
+import { useEffect, useRef, useState } from "react";
 import { api } from "../api/client";
 
 const DEBOUNCE_MS = 250;
 
 export function useTemplateVariables(template: string): string[] {
-  const [answer, setAnswer] = useState<{ template: string; variables: string[] }>({ template: "", variables: [] });
+  const [variables, setVariables] = useState<string[]>([]);
+  // The text the field opened with is asked at once (StrictMode's second run of the effect
+  // included); every edit after a pause in typing, so a keystroke is not a POST.
+  const opened = useRef<string | null>(null);
   useEffect(() => {
-    let live = true;
-    const timer = setTimeout(() => {
-      api.templateVariables(template).then(
-        (variables) => live && setAnswer({ template, variables }),
-        () => undefined, // does not parse, or offline: the last answer stands
-      );
-    }, answer.template === "" ? 0 : DEBOUNCE_MS);
+    opened.current ??= template;
+    const call = new AbortController();
+    const timer = setTimeout(
+      () => {
+        api.templateVariables(template, { signal: call.signal }).then(
+          (found) => call.signal.aborted || setVariables(found),
+          () => undefined, // does not parse, offline or cancelled: the last answer stands
+        );
+      },
+      template === opened.current ? 0 : DEBOUNCE_MS,
+    );
     return () => {
-      live = false;
       clearTimeout(timer);
+      call.abort(); // an answer for an older text must not land after a newer one
     };
-    // eslint-disable-next-line react-hooks/exhaustive-deps -- the first answer comes at once, later ones after a pause
   }, [template]);
-  return answer.variables;
+  return variables;
 }
