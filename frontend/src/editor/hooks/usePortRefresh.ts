@@ -24,14 +24,27 @@ export interface PortRefresh {
 
 export function usePortRefresh(args: {
   graphRef: RefObject<Graph>;
+  /** The graph's nodes as rendered: a refusal is kept only for a node still there. */
+  nodes: Graph["nodes"];
   metaRef: RefObject<FlowMeta>;
   blocks: Registry["byName"];
   replace: (fn: (g: Graph) => Graph) => void;
   selectedId: string | null;
 }): PortRefresh {
-  const { graphRef, metaRef, blocks, replace, selectedId } = args;
+  const { graphRef, nodes, metaRef, blocks, replace, selectedId } = args;
   const [portsErrors, setPortsErrors] = useState<Record<string, string>>({});
   const timers = useRef(new Map<string, ReturnType<typeof setTimeout>>());
+  const calls = useRef(new Map<string, AbortController>());
+
+  // A node deleted or renamed takes its refusal with it (checked only while there is one).
+  const gone = Object.keys(portsErrors).filter((id) => !nodes.some((n) => n.id === id));
+  if (gone.length > 0) {
+    setPortsErrors((errs) => {
+      const next = { ...errs };
+      for (const id of gone) delete next[id];
+      return next;
+    });
+  }
 
   const applyPorts = useCallback(
     (id: string, config: Record<string, unknown>, ports: BlockPorts, spec: BlockSpec | undefined) =>
@@ -77,10 +90,16 @@ export function usePortRefresh(args: {
           const current = graphRef.current.nodes.find((n) => n.id === id);
           if (!current) return;
           const config = current.data.config;
+          // The node's earlier call, if still out, answers for an older config: cancel it.
+          calls.current.get(id)?.abort();
+          const call = new AbortController();
+          calls.current.set(id, call);
+          // An answer counts only for the config it was asked about: edited since, a newer
+          // call follows (the same for a refusal, which must not hide a newer success).
+          const stillCurrent = () => !call.signal.aborted && graphRef.current.nodes.find((n) => n.id === id)?.data.config === config;
           try {
-            const ports = await api.ports(current.data.block, config);
-            const now = graphRef.current.nodes.find((n) => n.id === id);
-            if (!now || now.data.config !== config) return; // edited since: a newer call follows
+            const ports = await api.ports(current.data.block, config, { signal: call.signal });
+            if (!stillCurrent()) return;
             applyPorts(id, config, ports, spec);
             setPortsErrors((errs) => {
               if (!(id in errs)) return errs;
@@ -89,7 +108,10 @@ export function usePortRefresh(args: {
               return next;
             });
           } catch (e) {
+            if (!stillCurrent()) return;
             if (e instanceof ApiError && e.status !== 0) setPortsErrors((errs) => ({ ...errs, [id]: `${e.code}: ${e.message}` }));
+          } finally {
+            if (calls.current.get(id) === call) calls.current.delete(id);
           }
         }, delay),
       );
@@ -99,18 +121,27 @@ export function usePortRefresh(args: {
 
   useEffect(() => {
     const pending = timers.current;
-    return () => pending.forEach((t) => clearTimeout(t));
+    const inFlight = calls.current;
+    return () => {
+      pending.forEach((t) => clearTimeout(t));
+      inFlight.forEach((c) => c.abort());
+    };
   }, []);
 
   // A node's ports are asked once when it is first selected (a flow opened from a version
-  // shows estimated ports until then).
+  // shows estimated ports until then). Ids no longer in the graph (renamed or deleted nodes)
+  // are forgotten, so the set does not grow with every name a node ever had.
   const refreshedOnSelect = useRef(new Set<string>());
   useEffect(() => {
-    if (selectedId && !refreshedOnSelect.current.has(selectedId)) {
-      refreshedOnSelect.current.add(selectedId);
+    if (!selectedId) return;
+    const asked = refreshedOnSelect.current;
+    const ids = new Set(graphRef.current.nodes.map((n) => n.id));
+    for (const id of asked) if (!ids.has(id)) asked.delete(id);
+    if (!asked.has(selectedId)) {
+      asked.add(selectedId);
       refreshPorts(selectedId, 0);
     }
-  }, [selectedId, refreshPorts]);
+  }, [selectedId, refreshPorts, graphRef]);
 
   return { portsErrors, refreshPorts };
 }
