@@ -399,7 +399,9 @@ class Composition:
             install_schema(self.database())
             runs = self.runs(recover_interrupted=True)
             runs.executor.options.before_unretryable = runs.mark_begun
-            return DurableRunner(runs, self.apps(registry), self.evaluations)
+            return DurableRunner(
+                runs, self.apps(registry), self.evaluations, lambda: self.tqa().runner
+            )
 
         return self._once("durable_runner", build)
 
@@ -428,6 +430,9 @@ class Composition:
                 self.runs(),
                 self.data_sources(),
                 examples=self.examples(),
+                # In queue mode background conversations (and those an approval lets go
+                # on) are queued for the workers.
+                queue=self.run_queue() if self.kind == "server" else None,
             )
             self._async_closers.append(tqa.close)  # before the runs close
             return tqa

@@ -247,6 +247,27 @@ def test_async_ask_is_polled_and_listed(api: Api) -> None:
     assert "turns" not in listed["items"][0]
 
 
+def test_a_background_conversation_is_cancelled_through_the_api(api: Api) -> None:
+    response = api.http.post(
+        "/api/v1/tqa/ask",
+        json={"question": "Count the employees forever", "async": True, "max_rounds": 100},
+    )
+    assert response.status_code == 202, response.text
+    poll = response.json()["poll"]
+    cancelled = api.http.post(f"{poll}/cancel")
+    assert cancelled.status_code == 200, cancelled.text
+    deadline = time.monotonic() + 20
+    while (body := api.http.get(poll).json())["status"] == "running":
+        assert time.monotonic() < deadline, body
+        time.sleep(0.05)
+    assert body["status"] == "failed"
+    assert body["error"]["code"] == "cancelled"
+    assert body["cancel_requested_at"] is not None
+    missing = api.http.post("/api/v1/tqa/conversations/nope/cancel")
+    assert missing.status_code == 404
+    assert missing.json()["error"]["code"] == "conversation_not_found"
+
+
 def test_hints_are_stored_per_dataset_and_reach_the_engineer(api: Api) -> None:
     added = api.http.post(
         "/api/v1/tqa/hints", json={"dataset": "payroll-ds", "text": "Bonus is in dollars"}

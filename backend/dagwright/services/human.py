@@ -19,6 +19,13 @@ answered again; the answer fails with the reason. The sweep resumes runs whose l
 came while the run was still being recorded, and runs claimed a while ago with no
 continuation (the claiming replica stopped, or could not start it): it tries again every
 SWEEP_GRACE. A cancelled paused run's open requests are closed (`cancelled`) by the sweep.
+
+An AutoTQA conversation whose Engineer asked for a tool that requires approval waits the same
+way (tqa/approvals.py writes the request: `conversation_id` set, no run). Answering it claims
+the conversation back from `waiting` and lets it go on (`Conversations`, the TQA service): its
+job in queue mode, else a task of the answering process; the orchestrator reads the answer
+(approve: the tool runs; reject: the Engineer reads why). The sweep lets go on a conversation
+whose answering replica stopped before doing so.
 """
 
 from __future__ import annotations
@@ -31,7 +38,7 @@ import secrets as token_source
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Final, TypeVar
+from typing import Any, Final, Protocol, TypeVar
 
 from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError
@@ -89,11 +96,20 @@ def _write(engine: Engine, use: Callable[[HumanRequestRepository], T]) -> T:
 class Answered:
     """What an answer (or a timeout) did: started the continuation `run_id`, or left the run
     waiting for `waiting_for` more answers (run_id None). With neither, the run was still
-    being recorded: the sweep resumes it within a second."""
+    being recorded: the sweep resumes it within a second. An approval's answer names the
+    conversation that goes on (`conversation_id`; no run)."""
 
-    waiting_run_id: str
+    waiting_run_id: str | None
     run_id: str | None
     waiting_for: int
+    conversation_id: str | None = None
+
+
+class Conversations(Protocol):
+    """What lets an AutoTQA conversation go on once its approval is answered (TqaService):
+    True for the caller that claimed it back from waiting."""
+
+    async def go_on(self, conversation_id: str) -> bool: ...
 
 
 class HumanInbox:
@@ -179,10 +195,17 @@ def _top_node(path: str) -> str:
 
 
 class HumanService:
-    def __init__(self, engine: Engine, apps: AppService, runs: RunService) -> None:
+    def __init__(
+        self,
+        engine: Engine,
+        apps: AppService,
+        runs: RunService,
+        conversations: Conversations | None = None,
+    ) -> None:
         self.engine = engine
         self.apps = apps
         self.runs = runs
+        self.conversations = conversations
         self._sweeper: asyncio.Task[None] | None = None
 
     async def _read(self, use: Callable[[HumanRequestRepository], T]) -> T:
@@ -240,6 +263,9 @@ class HumanService:
         if request.status != "waiting":
             raise ConflictError(f"this request is {request.status} already", "human_answered")
         check_answer(request.form, answer, choice)
+        if request.conversation_id is not None:
+            return await self._approve(request, answer, choice)
+        assert request.run_id is not None  # a request names its run or its conversation
         run_status, version_id = await self._run_state(request.run_id)
         if run_status == "cancelled":
             raise ConflictError(
@@ -354,6 +380,20 @@ class HumanService:
 
     # -- timeouts and the sweep ---------------------------------------------------------------
 
+    async def _approve(
+        self, request: HumanRequest, answer: dict[str, Any], choice: str | None
+    ) -> Answered:
+        """An approval's answer: the request settled, its conversation goes on."""
+        conversation_id = request.conversation_id
+        assert conversation_id is not None
+        if self.conversations is None:
+            raise ConflictError("this process runs no AutoTQA conversations", "not_resumable")
+        values, branch = _filled(request.form, answer), choice or ANSWERED_BRANCH
+        if not await self._write(lambda store: store.claim(request.id, "answered", values, branch)):
+            raise ConflictError("this request was answered a moment ago", "human_answered")
+        await self.conversations.go_on(conversation_id)
+        return Answered(None, None, 0, conversation_id)
+
     async def expire_due(self) -> list[Answered]:
         """Settle, as `timeout` with the fields' defaults, the requests past their timeout
         that this replica claims, resuming their runs when nothing else is awaited. A request
@@ -371,6 +411,8 @@ class HumanService:
         if await self._write(
             lambda store: store.claim(request.id, "expired", values, TIMEOUT_BRANCH)
         ):
+            if request.run_id is None:  # an approval has no timeout: never due
+                return Answered(None, None, 0, request.conversation_id)
             return await self._resume_if_ready(request.run_id, request.node)
         return Answered(request.run_id, None, 0)
 
@@ -386,6 +428,11 @@ class HumanService:
                 resumed.append(await self._take_over(run_id, node, cutoff))
             except Exception:
                 log.warning("paused run %s could not be resumed", run_id, exc_info=True)
+        if self.conversations is not None:
+            found = await self._read(lambda store: store.unresumed_conversations(cutoff))
+            for conversation_id in found:
+                if await self.conversations.go_on(conversation_id):
+                    resumed.append(Answered(None, None, 0, conversation_id))
         return resumed
 
     async def _take_over(self, run_id: str, node: str, claimed_before: datetime) -> Answered:

@@ -13,7 +13,7 @@ from sqlmodel import Session, col, select
 
 from dagwright.errors import NotFoundError
 from dagwright.store.human_models import HumanRequest
-from dagwright.store.models import Run, utcnow
+from dagwright.store.models import Run, TqaConversation, utcnow
 from dagwright.store.paging import Page, Window, fetch_page
 
 
@@ -217,4 +217,37 @@ class HumanRequestRepository:
                 ),
             )
         )
-        return [(run_id, node) for run_id, node in self._db.exec(query).all()]
+        return [(str(run_id), node) for run_id, node in self._db.exec(query).all()]
+
+    # -- AutoTQA conversations waiting for an approval ---------------------------------------
+
+    def of_conversation(self, conversation_id: str, node: str) -> HumanRequest | None:
+        """The latest request of the conversation at `node` (its tool call's turn)."""
+        query = (
+            select(HumanRequest)
+            .where(HumanRequest.conversation_id == conversation_id, HumanRequest.node == node)
+            .order_by(col(HumanRequest.created_at).desc())
+        )
+        return self._db.exec(query).first()
+
+    def unresumed_conversations(self, settled_before: datetime) -> list[str]:
+        """Conversations still waiting though their approvals were all settled before
+        `settled_before` (the answering process stopped before letting them go on)."""
+        pending = aliased(HumanRequest)
+        query = (
+            select(col(HumanRequest.conversation_id))
+            .join(TqaConversation, col(TqaConversation.id) == col(HumanRequest.conversation_id))
+            .where(
+                col(TqaConversation.status) == "waiting",
+                col(HumanRequest.status) != "waiting",
+                ~exists().where(
+                    col(pending.conversation_id) == col(HumanRequest.conversation_id),
+                    or_(
+                        col(pending.status) == "waiting",
+                        col(pending.answered_at) >= settled_before,
+                    ),
+                ),
+            )
+            .distinct()
+        )
+        return [str(found) for found in self._db.exec(query).all()]

@@ -1,5 +1,6 @@
-"""Human-in-the-loop requests (migrations 0012, 0016): a run paused at a `human_input` node
-waits for one row here to be answered (or to time out), from any replica, after any restart."""
+"""Human-in-the-loop requests (migrations 0012, 0016, 0017): a run paused at a `human_input`
+node, or an AutoTQA conversation whose tool call needs approval, waits for one row here to be
+answered (or to time out), from any replica, after any restart."""
 
 from __future__ import annotations
 
@@ -19,7 +20,9 @@ class HumanRequest(SQLModel, table=True):
     __table_args__ = (UniqueConstraint("run_id", "node", name="uq_human_requests_run_node"),)
 
     id: str = Field(default_factory=new_id, primary_key=True, max_length=32)
-    run_id: str = Field(index=True, max_length=32)  # the waiting run
+    # The waiting run, or (run_id None) the conversation whose tool call awaits approval.
+    run_id: str | None = Field(default=None, index=True, max_length=32)
+    conversation_id: str | None = Field(default=None, index=True, max_length=32)
     app_id: str | None = Field(default=None, index=True, max_length=32)
     # The node's path in the run: nested ones (`a[12]/b[3]/approve`) are long.
     node: str = Field(sa_column=Column(Text, nullable=False))

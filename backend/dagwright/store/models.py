@@ -15,7 +15,18 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from sqlalchemy import JSON, BigInteger, Column, ForeignKey, Index, String, Text, UniqueConstraint
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    Column,
+    ForeignKey,
+    Index,
+    String,
+    Text,
+    UniqueConstraint,
+    false,
+)
 from sqlmodel import Field, SQLModel
 
 RUN_STATUSES = ("queued", "running", "succeeded", "failed", "cancelled", "interrupted")
@@ -188,7 +199,8 @@ class TqaConversation(SQLModel, table=True):
     answer_format: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
     # The TQA profile as this conversation used it: SOP version, namespaces, hints retrieved.
     profile: dict[str, Any] | None = _json()
-    # running | completed | round_limit | failed
+    # running | waiting (a tool call awaits a person's approval) | completed | round_limit |
+    # failed
     status: str = Field(max_length=16)
     rounds: int = 0
     answer: dict[str, Any] | None = _json()
@@ -196,6 +208,14 @@ class TqaConversation(SQLModel, table=True):
     usage: dict[str, Any] | None = _json()
     created_at: datetime = Field(default_factory=utcnow)
     finished_at: datetime | None = None
+    # The AskRequest and the knowledge `begin` gathered (tqa/knowledge.py): what a process
+    # resuming the conversation from its turns needs (None: recorded before 0016).
+    request: dict[str, Any] | None = _json()
+    knowledge: dict[str, Any] | None = _json()
+    cancel_requested_at: datetime | None = None  # set by any replica, seen by the runner
+    # The token of the process running it: the latest to take it up. Turns are written only
+    # under it, so a worker taken for dead that still runs stops at its next turn.
+    runner: str | None = Field(default=None, max_length=32)
 
 
 class TqaTurn(SQLModel, table=True):
@@ -290,5 +310,9 @@ class TqaTool(SQLModel, table=True):
     # What the Executor gives it from the conversation (dagwright.tqa.executor.TOOL_ROLES);
     # None: the Engineer's input only.
     role: str | None = Field(default=None, max_length=32)
+    # A person approves each call before it runs (the conversation waits: tqa/approvals.py).
+    requires_approval: bool = Field(
+        default=False, sa_column=Column(Boolean, nullable=False, server_default=false())
+    )
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)

@@ -3,6 +3,7 @@ conversation), in the store's repository style (see store/apps.py)."""
 
 from __future__ import annotations
 
+from sqlalchemy import update
 from sqlmodel import Session, col, select
 
 from dagwright.errors import NotFoundError
@@ -31,6 +32,32 @@ class ConversationRepository:
                 f"no conversation {conversation_id!r}", code="conversation_not_found"
             )
         return found
+
+    def claim(self, conversation_id: str, from_status: str) -> bool:
+        """A conditional update from `from_status` to running: True for the one caller whose
+        update changed the row."""
+        done = self._db.exec(
+            update(TqaConversation)
+            .where(
+                col(TqaConversation.id) == conversation_id,
+                col(TqaConversation.status) == from_status,
+            )
+            .values(status="running")
+        )
+        return bool(done.rowcount == 1)
+
+    def held_by(self, conversation_id: str, runner: str | None) -> bool:
+        """Whether `runner` still runs the conversation (taken up by no other since); the
+        row is locked until the transaction ends, so a taker waits for a turn being written."""
+        done = self._db.exec(
+            update(TqaConversation)
+            .where(
+                col(TqaConversation.id) == conversation_id,
+                col(TqaConversation.runner) == runner,
+            )
+            .values(runner=runner)
+        )
+        return bool(done.rowcount == 1)
 
     def turns(self, conversation_id: str) -> list[TqaTurn]:
         """Its turns, in order."""

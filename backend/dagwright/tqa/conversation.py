@@ -4,7 +4,7 @@ that started it and how it ended. Plain data, JSON-ready through `to_dict`."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any, Literal
 
@@ -18,7 +18,9 @@ AGENTS = (USER, PLANNER, ENGINEER, EXECUTOR, CRITIC)
 # Who a scheduler may pick: the User only submits the question.
 SCHEDULABLE = (PLANNER, ENGINEER, EXECUTOR, CRITIC)
 SchedulerName = Literal["fsm", "llm", "rolling"]
-Status = Literal["running", "completed", "round_limit", "failed"]
+# waiting: a tool call awaits a person's approval (tqa/approvals.py); the others are final.
+Status = Literal["running", "waiting", "completed", "round_limit", "failed"]
+FINAL: tuple[Status, ...] = ("completed", "round_limit", "failed")
 
 DESCRIPTIONS = {
     USER: "submits the question (and the dataset's SOP); never scheduled again",
@@ -81,6 +83,17 @@ class SchedulerChoice:
             "usage": self.usage,
         }
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SchedulerChoice:
+        return cls(
+            data["agent"],
+            data["reason"],
+            data["by"],
+            bool(data.get("fallback")),
+            data.get("answer"),
+            data.get("usage"),
+        )
+
 
 @dataclass(slots=True)
 class ToolCall:
@@ -121,6 +134,11 @@ class ToolCall:
             "outputs": self.outputs,
         }
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ToolCall:
+        names = {f.name for f in fields(cls)}
+        return cls(**{name: value for name, value in data.items() if name in names})
+
 
 @dataclass(slots=True)
 class Turn:
@@ -152,6 +170,24 @@ class Turn:
             "duration": self.duration,
         }
 
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Turn:
+        """A recorded turn (its `to_dict` form), as a resumed conversation reads it."""
+        scheduler, call = data.get("scheduler"), data.get("tool_call")
+        return cls(
+            data["seq"],
+            data["agent"],
+            data.get("text") or "",
+            data.get("content"),
+            SchedulerChoice.from_dict(scheduler) if scheduler else None,
+            ToolCall.from_dict(call) if call else None,
+            data.get("usage"),
+            data.get("run_id"),
+            data.get("error"),
+            data.get("started") or 0.0,
+            data.get("duration") or 0.0,
+        )
+
 
 @dataclass(slots=True)
 class Conversation:
@@ -168,6 +204,12 @@ class Conversation:
     timing: dict[str, float] = field(default_factory=dict)
     # What the agents knew (the dataset's SOP, hints, example namespaces), set by `begin`.
     knowledge: Knowledge = field(default_factory=Knowledge)
+    # This process's token as its runner (tqa/recording.py): the latest to take it up.
+    runner: str | None = None
+    # Run by a queue worker, which hands it over when it stops (another resumes it): a
+    # cancellation then ends it only when a cancel was requested (tqa/durable.py).
+    handed_over_on_stop: bool = False
+    cancel_requested: bool = False
 
     @property
     def sop(self) -> str:

@@ -60,3 +60,17 @@ class AgentsFailing(ConversationEnded):
 
 class ConversationCancelled(ConversationEnded):
     code = "cancelled"
+
+
+class ApprovalPending(TqaError):
+    """Not a failure: the tool the Engineer asked for needs a person's approval, requested;
+    the conversation waits (status `waiting`) until it is answered (tqa/approvals.py)."""
+
+    code = "approval_pending"
+
+
+class ConversationSuperseded(TqaError):
+    """Another process took the conversation up (this one was taken for dead): this one
+    stops without writing anything more."""
+
+    code = "superseded"

@@ -48,6 +48,7 @@ from dagwright.tqa.conversation import (
 from dagwright.tqa.failures import (
     AgentOutputError,
     AgentsFailing,
+    ApprovalPending,
     ConversationCancelled,
     RoundLimitReached,
     failure,
@@ -60,7 +61,7 @@ from dagwright.tqa.schedulers import TERMINATE, make_scheduler, terminated, want
 
 if TYPE_CHECKING:
     from dagwright.tabular import TableAccess
-    from dagwright.tqa.recording import ConversationStore
+    from dagwright.tqa.recording import ConversationStore, Deferral
     from dagwright.tqa.tools import Tool
 
 TurnCallback = Callable[[Turn], Awaitable[None] | None]
@@ -110,6 +111,29 @@ def tool_text(call: ToolCall) -> str:
     return "\n".join(parts)
 
 
+def _user_turn(conversation: Conversation) -> Turn:
+    """Turn 0: the question, with the sources and the SOP the agents follow."""
+    request, knowledge = conversation.request, conversation.knowledge
+    text = request.question
+    if knowledge.sources:
+        text += f"\nData sources: {', '.join(knowledge.sources)}"
+    if knowledge.sop:
+        text += f"\nSOP:\n{knowledge.sop}"
+    content = {"question": request.question, "sop": knowledge.sop, "dataset": request.dataset}
+    return Turn(0, USER, text, content)
+
+
+def _failures_in_a_row(turns: Sequence[Turn]) -> int:
+    """How many agent turns failed in a row at the end of `turns` (an Executor's turn, failed
+    or not, ends a row: a tool's error is the Engineer's to read, not an agent failing)."""
+    count = 0
+    for turn in reversed(turns):
+        if turn.agent == EXECUTOR or turn.error is None:
+            break
+        count += 1
+    return count
+
+
 def render_conversation(conversation: Conversation) -> str:
     """The conversation as the agents read it."""
     lines = []
@@ -146,102 +170,107 @@ class Orchestrator:
         if self._store is not None:
             await asyncio.to_thread(method, *args)
 
-    async def begin(self, request: AskRequest, conversation_id: str | None = None) -> Conversation:
+    async def begin(
+        self,
+        request: AskRequest,
+        conversation_id: str | None = None,
+        defer: Deferral | None = None,
+    ) -> Conversation:
         """A new conversation with its knowledge, recorded (without turns) before anything
-        runs."""
+        runs; `defer` queues its job in the transaction that records it (queue mode)."""
         conversation = Conversation(conversation_id or uuid.uuid4().hex, request, _now())
+        conversation.runner = uuid.uuid4().hex
         conversation.knowledge = await self.knowledge.gather(request)
         if self._store is not None:
-            await self._persist(self._store.create, conversation)
+            await self._persist(self._store.create, conversation, defer)
         return conversation
 
-    async def ask(  # noqa: C901, PLR0915
+    async def ask(
         self,
         request: AskRequest,
         on_turn: TurnCallback | None = None,
         conversation: Conversation | None = None,
     ) -> Conversation:
-        """Runs the conversation to its end (`begin` it first to know its id early)."""
+        """Runs the conversation to its end (`begin` it first to know its id early), or
+        until a tool call waits for a person's approval (status `waiting`). A conversation
+        loaded with recorded turns (tqa/durable.py) goes on after its last turn: finished
+        turns are kept, the turn that was under way when its process stopped is taken again."""
         if conversation is None:
             conversation = await self.begin(request)
-        started = time.perf_counter()
+        conversation.status = "running"
+        last = conversation.last()
+        # A resumed conversation's clock goes on from where its last recorded turn ended.
+        offset = last.started + last.duration if last is not None else 0.0
+        started = time.perf_counter() - offset
         tools = {tool.name: tool for tool in await asyncio.to_thread(self._tools)}
-        knowledge = conversation.knowledge
         scheduler = make_scheduler(request.scheduler, self.caller, render_conversation)
-        state = _State(conversation, tools, list(knowledge.hints), started)
+        state = _State(conversation, tools, list(conversation.knowledge.hints), started)
 
-        async def emit(turn: Turn) -> None:
-            conversation.turns.append(turn)
-            if self._store is not None:
-                await self._persist(self._store.add_turn, conversation.id, turn)
-            if on_turn is not None:
-                result = on_turn(turn)
-                if inspect.isawaitable(result):
-                    await result
+        def emit(turn: Turn) -> Awaitable[None]:
+            return self._emit(conversation, turn, on_turn)
 
-        user_text = request.question
-        if knowledge.sources:
-            user_text += f"\nData sources: {', '.join(knowledge.sources)}"
-        if knowledge.sop:
-            user_text += f"\nSOP:\n{knowledge.sop}"
-        await emit(
-            Turn(
-                0,
-                USER,
-                user_text,
-                {"question": request.question, "sop": knowledge.sop, "dataset": request.dataset},
-            )
-        )
+        if not conversation.turns:
+            await emit(_user_turn(conversation))
         agent_time = 0.0
-        failures = 0
+        failures = _failures_in_a_row(conversation.turns)
         try:
             while True:
-                if conversation.rounds >= request.max_rounds:
-                    conversation.status = "round_limit"
-                    conversation.error = RoundLimitReached(
-                        f"no answer after {request.max_rounds} rounds: the Critic never judged "
-                        "the question answered"
-                    ).failure()
+                if _out_of_rounds(conversation):
                     break
                 turn_started = time.perf_counter()
                 choice = await scheduler.choose(conversation)
                 scheduling = time.perf_counter() - turn_started
+                try:
+                    turn = await self._act(choice, state)
+                except ApprovalPending:
+                    conversation.status = "waiting"
+                    break
                 conversation.rounds += 1
-                turn = await self._act(choice, state)
                 turn.scheduler = choice
                 turn.started = turn_started - started
                 turn.duration = time.perf_counter() - turn_started
                 agent_time += turn.agent_time + (scheduling if choice.by == "llm" else 0.0)
                 await emit(turn)
                 failures = failures + 1 if turn.error is not None and turn.agent != EXECUTOR else 0
-                if failures >= MAX_FAILED_TURNS:
-                    conversation.status = "failed"
-                    conversation.error = AgentsFailing(
-                        f"{failures} agent turns in a row failed; the last: {turn.error}"
-                    ).failure()
-                    break
-                if terminated(turn):
-                    conversation.status = "completed"
-                    conversation.answer = build_answer(
-                        turn.content, state.evidence(), request.answer_format
-                    )
+                if _ended(turn, failures, state):
                     break
         except asyncio.CancelledError:
+            if conversation.handed_over_on_stop and not conversation.cancel_requested:
+                # Its worker is stopping: left running as recorded, another resumes it.
+                conversation.status = "running"
+                raise
             conversation.status = "failed"
             conversation.error = ConversationCancelled("the conversation was cancelled").failure()
             raise
         finally:
-            conversation.finished_at = _now()
-            total = time.perf_counter() - started
-            conversation.timing = {
-                "total_s": total,
-                "agents_s": agent_time,
-                "orchestrator_s": max(total - agent_time, 0.0),
-            }
-            if self._store is not None:
-                await asyncio.shield(self._persist(self._store.finish, conversation))
-        await self._learn(conversation)
+            if conversation.status != "running":
+                await self._record_end(conversation, time.perf_counter() - started, agent_time)
+        if conversation.status != "waiting":
+            await self._learn(conversation)
         return conversation
+
+    async def _emit(
+        self, conversation: Conversation, turn: Turn, on_turn: TurnCallback | None
+    ) -> None:
+        conversation.turns.append(turn)
+        if self._store is not None:
+            await self._persist(self._store.add_turn, conversation, turn)
+        if on_turn is not None:
+            result = on_turn(turn)
+            if inspect.isawaitable(result):
+                await result
+
+    async def _record_end(self, conversation: Conversation, total: float, agents: float) -> None:
+        """How the conversation ended (or that it waits), recorded even when cancelled."""
+        if conversation.status != "waiting":
+            conversation.finished_at = _now()
+        conversation.timing = {
+            "total_s": total,
+            "agents_s": agents,
+            "orchestrator_s": max(total - agents, 0.0),
+        }
+        if self._store is not None:
+            await asyncio.shield(self._persist(self._store.finish, conversation))
 
     async def _learn(self, conversation: Conversation) -> None:
         """Records the lessons of the conversation's successful retries (candidate hints)."""
@@ -452,6 +481,37 @@ class Orchestrator:
             lines = gaps if isinstance(gaps, list) else [gaps]
             turn.text = "GAPS for the Planner:\n" + "\n".join(f"- {g}" for g in lines)
         return turn
+
+
+def _out_of_rounds(conversation: Conversation) -> bool:
+    """Whether the round limit is reached (recorded on the conversation)."""
+    limit = conversation.request.max_rounds
+    if conversation.rounds < limit:
+        return False
+    conversation.status = "round_limit"
+    conversation.error = RoundLimitReached(
+        f"no answer after {limit} rounds: the Critic never judged the question answered"
+    ).failure()
+    return True
+
+
+def _ended(turn: Turn, failures: int, state: _State) -> bool:
+    """Whether `turn` ends the conversation (recorded on it): the last of too many failing
+    agent turns in a row, or the Critic's TERMINATE."""
+    conversation = state.conversation
+    if failures >= MAX_FAILED_TURNS:
+        conversation.status = "failed"
+        conversation.error = AgentsFailing(
+            f"{failures} agent turns in a row failed; the last: {turn.error}"
+        ).failure()
+        return True
+    if terminated(turn):
+        conversation.status = "completed"
+        conversation.answer = build_answer(
+            turn.content, state.evidence(), conversation.request.answer_format
+        )
+        return True
+    return False
 
 
 def _check_decision(decision: Any, state: _State) -> None:

@@ -1,19 +1,28 @@
 """Conversations in the database, kept by store/tqa_conversations.py: written as they happen
 (the conversation when it starts, each turn when it ends, the outcome last), read back whole
-for replay."""
+for replay, and loaded back into a `Conversation` (request, knowledge, turns) by a process
+that resumes it (tqa/durable.py)."""
 
 from __future__ import annotations
 
+import dataclasses
+from collections.abc import Callable
 from typing import Any
 
 from pydantic_core import to_jsonable_python
-from sqlalchemy import Engine
+from sqlalchemy import Connection, Engine
 
+from dagwright.errors import ConflictError
 from dagwright.store.db import session
-from dagwright.store.models import TqaConversation, TqaTurn
+from dagwright.store.models import TqaConversation, TqaTurn, new_id, utcnow
 from dagwright.store.paging import DEFAULT_LIMIT, Page, window
 from dagwright.store.tqa_conversations import ConversationRepository
-from dagwright.tqa.conversation import Conversation, Turn
+from dagwright.tqa.conversation import AskRequest, Conversation, Turn
+from dagwright.tqa.failures import ConversationSuperseded
+from dagwright.tqa.knowledge import Knowledge
+
+# Writes, in the transaction that records a new conversation, the queue job that runs it.
+Deferral = Callable[[Connection], Any]
 
 
 def _json(value: Any) -> Any:
@@ -37,6 +46,9 @@ def _summary(row: TqaConversation) -> dict[str, Any]:
         "usage": row.usage,
         "created_at": row.created_at.isoformat(),
         "finished_at": row.finished_at.isoformat() if row.finished_at else None,
+        "cancel_requested_at": (
+            row.cancel_requested_at.isoformat() if row.cancel_requested_at else None
+        ),
     }
 
 
@@ -56,11 +68,20 @@ def _turn(row: TqaTurn) -> dict[str, Any]:
     }
 
 
+def _check_held(conversations: ConversationRepository, conversation: Conversation) -> None:
+    if not conversations.held_by(conversation.id, conversation.runner):
+        raise ConversationSuperseded(
+            f"conversation {conversation.id} was taken up by another process: this one stops"
+        )
+
+
 class ConversationStore:
     def __init__(self, engine: Engine) -> None:
         self._engine = engine
 
-    def create(self, conversation: Conversation) -> None:
+    def create(self, conversation: Conversation, defer: Deferral | None = None) -> None:
+        """Records the conversation (no turns yet); `defer` queues its job in the same
+        transaction, so it is queued exactly when it is recorded."""
         request = conversation.request
         row = TqaConversation(
             id=conversation.id,
@@ -73,15 +94,79 @@ class ConversationStore:
             answer_format=request.answer_format,
             status=conversation.status,
             created_at=conversation.created_at,
+            request=request.model_dump(mode="json"),
+            knowledge=_json(dataclasses.asdict(conversation.knowledge)),
+            runner=conversation.runner,
         )
         with session(self._engine) as db:
             ConversationRepository(db).add(row)
+            if defer is not None:
+                db.flush()
+                defer(db.connection())
             db.commit()
 
-    def add_turn(self, conversation_id: str, turn: Turn) -> None:
+    def load(self, conversation_id: str) -> Conversation:
+        """The conversation as a process resuming it needs it: its request, knowledge and
+        recorded turns, taken up by this process (a new runner token: a process that ran
+        it before stops at its next write). NotFoundError; ConflictError `not_resumable`
+        for one recorded before requests were kept."""
+        with session(self._engine) as db:
+            conversations = ConversationRepository(db)
+            row = conversations.find(conversation_id)
+            if row.request is None or row.knowledge is None:
+                raise ConflictError(
+                    f"conversation {conversation_id} was recorded without its request: it "
+                    "cannot be resumed",
+                    "not_resumable",
+                )
+            found = Conversation(
+                row.id,
+                AskRequest.model_validate(row.request),
+                row.created_at,
+                knowledge=Knowledge(**row.knowledge),
+            )
+            found.status = row.status  # type: ignore[assignment]  # one of Status, as written
+            found.turns = [Turn.from_dict(_turn(turn)) for turn in conversations.turns(row.id)]
+            found.rounds = max(len(found.turns) - 1, 0)  # every turn after the User's is a round
+            found.runner = row.runner = new_id()
+            db.add(row)
+            db.commit()
+            return found
+
+    def request_cancel(self, conversation_id: str) -> str:
+        """Marks the conversation to be cancelled by whichever process runs it; returns its
+        status (NotFoundError)."""
+        with session(self._engine) as db:
+            row = ConversationRepository(db).find(conversation_id)
+            if row.cancel_requested_at is None:
+                row.cancel_requested_at = utcnow()
+                db.add(row)
+                db.commit()
+            return row.status
+
+    def cancel_requested(self, conversation_id: str) -> bool:
+        with session(self._engine) as db:
+            row = ConversationRepository(db).find(conversation_id)
+            return row.cancel_requested_at is not None
+
+    def claim(self, conversation_id: str, from_status: str, defer: Deferral | None = None) -> bool:
+        """Moves the conversation from `from_status` to running (the one caller it succeeds
+        for goes on with it), queueing its job in the same transaction; False when it was
+        not in `from_status`."""
+        with session(self._engine) as db:
+            if not ConversationRepository(db).claim(conversation_id, from_status):
+                return False
+            if defer is not None:
+                defer(db.connection())
+            db.commit()
+            return True
+
+    def add_turn(self, conversation: Conversation, turn: Turn) -> None:
+        """Records the turn, if this process still runs the conversation (else
+        ConversationSuperseded)."""
         data = turn.to_dict()
         row = TqaTurn(
-            conversation_id=conversation_id,
+            conversation_id=conversation.id,
             seq=turn.seq,
             agent=turn.agent,
             text=turn.text,
@@ -95,12 +180,18 @@ class ConversationStore:
             duration=turn.duration,
         )
         with session(self._engine) as db:
-            ConversationRepository(db).add_turn(row)
+            conversations = ConversationRepository(db)
+            _check_held(conversations, conversation)
+            conversations.add_turn(row)
             db.commit()
 
     def finish(self, conversation: Conversation) -> None:
+        """Records how it ended (or that it waits), if this process still runs it (else
+        ConversationSuperseded)."""
         with session(self._engine) as db:
-            row = ConversationRepository(db).get(conversation.id)
+            conversations = ConversationRepository(db)
+            _check_held(conversations, conversation)
+            row = conversations.get(conversation.id)
             if row is None:
                 return
             row.status = conversation.status

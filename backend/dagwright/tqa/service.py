@@ -1,22 +1,25 @@
 """The AutoTQA service: the orchestrator wired to this process's apps, runs, data, TQA
 profiles, hints, examples and tools; conversations run in the foreground (sync, streamed) or
-in the background (polled). The AutoTQA apps are published lazily, on the first question (or
-by `dagwright tqa publish`)."""
+in the background (polled): in this process (the embedded default), or, in queue mode, as a
+job a `dagwright worker` runs and resumes (tqa/durable.py). The AutoTQA apps are published
+lazily, on the first question (or by `dagwright tqa publish`)."""
 
 from __future__ import annotations
 
 import asyncio
+import uuid
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from dagwright.tqa.agents import AgentCaller, InProcessAgentCaller
 from dagwright.tqa.conversation import AskRequest, Conversation
+from dagwright.tqa.durable import ConversationRunner
 from dagwright.tqa.hints import HintStore
 from dagwright.tqa.knowledge import StoredKnowledge
 from dagwright.tqa.orchestrator import Orchestrator, TurnCallback
 from dagwright.tqa.profiles import Profile, ProfileError, ProfileStore, check_settings
 from dagwright.tqa.publish import publish_agents
-from dagwright.tqa.recording import ConversationStore
+from dagwright.tqa.recording import ConversationStore, Deferral
 from dagwright.tqa.tools import Tool, ToolRegistry
 
 if TYPE_CHECKING:
@@ -28,6 +31,13 @@ if TYPE_CHECKING:
     from dagwright.tabular import TableAccess
 
 
+class ConversationQueue(Protocol):
+    """Queue mode's side for conversations (services/queue/submit.py): the job that runs
+    one, written by the caller in its transaction."""
+
+    def conversation_job(self, conversation_id: str) -> Deferral: ...
+
+
 class TqaService:
     def __init__(
         self,
@@ -37,6 +47,7 @@ class TqaService:
         tables: TableAccess | None,
         caller: AgentCaller | None = None,
         examples: ExampleStore | None = None,
+        queue: ConversationQueue | None = None,
     ) -> None:
         self.apps = apps
         self.hints = HintStore(engine)
@@ -51,9 +62,11 @@ class TqaService:
             tables=tables,
             store=self.conversations,
         )
+        self.runner = ConversationRunner(self.orchestrator, self.conversations)
+        self._queue = queue
         self._published = False
         self._publish_lock = asyncio.Lock()
-        self._background: set[asyncio.Task[Conversation]] = set()
+        self._background: set[asyncio.Task[str]] = set()
 
     def publish(self) -> list[dict[str, Any]]:
         done = publish_agents(self.apps, self.tools)
@@ -105,13 +118,39 @@ class TqaService:
         return await self.orchestrator.ask(request, on_turn)
 
     async def ask_background(self, request: AskRequest) -> str:
-        """Starts the conversation and returns its id at once (it is recorded as it goes)."""
+        """Starts the conversation and returns its id at once (it is recorded as it goes):
+        queued for a worker in queue mode, else run by this process."""
         await self.ensure_published()
+        if self._queue is not None:
+            # Its job is written in the transaction that records it: queued exactly when
+            # it exists.
+            conversation_id = uuid.uuid4().hex
+            job = self._queue.conversation_job(conversation_id)
+            await self.orchestrator.begin(request, conversation_id, defer=job)
+            return conversation_id
         conversation = await self.orchestrator.begin(request)
-        task = asyncio.create_task(self.orchestrator.ask(request, conversation=conversation))
+        self._start(conversation.id)
+        return conversation.id
+
+    def _start(self, conversation_id: str) -> None:
+        task = asyncio.create_task(self.runner.run(conversation_id))
         self._background.add(task)
         task.add_done_callback(self._background.discard)
-        return conversation.id
+
+    async def go_on(self, conversation_id: str) -> bool:
+        """Continue a waiting conversation (its approval was answered), if this caller is
+        the one that claims it (waiting -> running): its job in queue mode (written in the
+        claim's transaction), else a task of this process. False when another did."""
+        job = None if self._queue is None else self._queue.conversation_job(conversation_id)
+        claimed = await asyncio.to_thread(self.conversations.claim, conversation_id, "waiting", job)
+        if claimed and self._queue is None:
+            self._start(conversation_id)
+        return claimed
+
+    async def cancel(self, conversation_id: str) -> str:
+        """Asks whichever process runs the conversation to cancel it (seen within a second,
+        on any replica or worker); returns its status when asked (NotFoundError)."""
+        return await asyncio.to_thread(self.conversations.request_cancel, conversation_id)
 
     async def ask_question(self, request: Mapping[str, Any]) -> dict[str, Any]:
         conversation = await self.ask(AskRequest.model_validate(dict(request)))

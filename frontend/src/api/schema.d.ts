@@ -1338,7 +1338,8 @@ export interface paths {
          * Ask
          * @description Answer a question with the agents. Sync: the whole conversation. `stream: true`:
          *     server-sent events (`conversation`, one `turn` per turn, then `result`). `async: true`:
-         *     202 with the conversation id to poll at GET /api/v1/tqa/conversations/{id}.
+         *     202 with the conversation id to poll at GET /api/v1/tqa/conversations/{id} (on any
+         *     replica); in queue mode a worker runs it, and another resumes it if that one dies.
          */
         post: operations["ask_api_v1_tqa_ask_post"];
         delete?: never;
@@ -1381,6 +1382,29 @@ export interface paths {
         get: operations["get_conversation_api_v1_tqa_conversations__conversation_id__get"];
         put?: never;
         post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/api/v1/tqa/conversations/{conversation_id}/cancel": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Cancel Conversation
+         * @description Cancel a background conversation (or one waiting for an approval) wherever it runs:
+         *     the process running it — any replica, or a worker in queue mode — sees the request
+         *     within a second and records it `failed` with the error `cancelled`. A sync or streamed
+         *     conversation ends when its caller disconnects.
+         */
+        post: operations["cancel_conversation_api_v1_tqa_conversations__conversation_id__cancel_post"];
         delete?: never;
         options?: never;
         head?: never;
@@ -5742,6 +5766,39 @@ export interface operations {
         };
     };
     get_conversation_api_v1_tqa_conversations__conversation_id__get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                conversation_id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    cancel_conversation_api_v1_tqa_conversations__conversation_id__cancel_post: {
         parameters: {
             query?: never;
             header?: never;

@@ -127,7 +127,8 @@ async def _stream(s: Services, request: AskRequest) -> AsyncIterator[bytes]:
 async def ask(body: AskIn, s: Deps) -> Any:
     """Answer a question with the agents. Sync: the whole conversation. `stream: true`:
     server-sent events (`conversation`, one `turn` per turn, then `result`). `async: true`:
-    202 with the conversation id to poll at GET /api/v1/tqa/conversations/{id}."""
+    202 with the conversation id to poll at GET /api/v1/tqa/conversations/{id} (on any
+    replica); in queue mode a worker runs it, and another resumes it if that one dies."""
     request = AskRequest.model_validate(body.model_dump(exclude={"stream", "async_"}))
     # The offline demo's script knows a few questions: any other is refused now, not after
     # every round of scripted replies that make no sense for it.
@@ -158,6 +159,16 @@ async def list_conversations(s: Deps, page: Paging, status: str | None = None) -
 async def get_conversation(conversation_id: str, s: Deps) -> dict[str, Any]:
     """The conversation with every turn, in order (also while it runs)."""
     return await asyncio.to_thread(s.tqa.conversations.get, conversation_id)
+
+
+@router.post("/conversations/{conversation_id}/cancel")
+async def cancel_conversation(conversation_id: str, s: Deps) -> dict[str, Any]:
+    """Cancel a background conversation (or one waiting for an approval) wherever it runs:
+    the process running it — any replica, or a worker in queue mode — sees the request
+    within a second and records it `failed` with the error `cancelled`. A sync or streamed
+    conversation ends when its caller disconnects."""
+    status = await s.tqa.cancel(conversation_id)
+    return {"id": conversation_id, "status": status, "cancel_requested": True}
 
 
 @router.get("/datasets")

@@ -17,7 +17,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable, Mapping
-from typing import Any, Final
+from typing import Any, Final, Protocol
 
 from dagwright.errors import ConflictError, DagwrightError, InputError
 from dagwright.runtime.plan import CompiledFlow
@@ -38,19 +38,37 @@ def begun_unretryable(nodes: list[NodeRecord]) -> NodeRecord | None:
     return next((node for node in nodes if node.status == "running"), None)
 
 
+class Conversations(Protocol):
+    """What runs a recorded AutoTQA conversation on (tqa/durable.py's ConversationRunner)."""
+
+    async def run(self, conversation_id: str, hand_over: bool = False) -> str: ...
+
+
 class DurableRunner:
-    """Executes the queue's jobs in a worker process: runs, and the planning, examples and
-    scoring of evaluations (their service built on first use by `evaluations`)."""
+    """Executes the queue's jobs in a worker process: runs, the planning, examples and
+    scoring of evaluations (their service built on first use by `evaluations`), and AutoTQA
+    conversations (built on first use by `conversations`)."""
 
     def __init__(
         self,
         runs: RunService,
         apps: AppService,
         evaluations: Callable[[], EvaluationService],
+        conversations: Callable[[], Conversations] | None = None,
     ) -> None:
         self.runs = runs
         self.apps = apps
         self._evaluations = evaluations
+        self._conversations = conversations
+
+    async def converse(self, conversation_id: str) -> str:
+        """Run the conversation, or resume it after its last recorded turn; returns its
+        status (`waiting` when a tool call awaits approval: answering it queues it again)."""
+        if self._conversations is None:
+            raise InputError("this worker runs no AutoTQA conversations")
+        conversations = await asyncio.to_thread(self._conversations)
+        # Cut short when this worker stops, it is handed over (worker.py) and resumed.
+        return await conversations.run(conversation_id, hand_over=True)
 
     async def plan_evaluation(self, evaluation_id: str, chunk: int) -> dict[int, list[str]] | None:
         """The chunks of the evaluation's examples (the n-th `chunk` examples of the dataset's

@@ -14,6 +14,9 @@ An evaluation is spread over the workers in three kinds of job:
 - `dagwright.finish_evaluation` scores it, queued by the chunk that finds every example with
   a result (whichever worker ran it); its lock and a check of the status score it once.
 
+`dagwright.converse`: an AutoTQA conversation, which keeps its turns as they come: taken up
+again, it goes on after its last recorded turn (tqa/durable.py).
+
 A run's job is deferred inside the transaction that records the queued run (Procrastinate
 defers on a connection it is given), so a run is queued exactly when its job exists: a crash
 can leave neither a job without a run nor a queued run without a job. The API processes only
@@ -41,6 +44,7 @@ TASK: Final = "dagwright.run"
 EVALUATION_TASK: Final = "dagwright.evaluate"  # plans an evaluation's chunks
 EXAMPLES_TASK: Final = "dagwright.evaluate_examples"  # runs one chunk of its examples
 FINISH_TASK: Final = "dagwright.finish_evaluation"  # scores it once every example has a result
+CONVERSATION_TASK: Final = "dagwright.converse"  # an AutoTQA conversation, resumable
 QUEUE: Final = "runs"
 # Any fixed number: the transaction-scoped lock under which one process installs the schema.
 _SCHEMA_LOCK: Final = 0x6461_6777_7269_6768  # "dagwrigh"
@@ -164,3 +168,18 @@ async def defer_finish(app: procrastinate.App, evaluation_id: str) -> None:
     )
     with contextlib.suppress(AlreadyEnqueued):
         await deferrer.defer_async(evaluation_id=evaluation_id)
+
+
+def defer_conversation(app: procrastinate.App, conn: Connection, conversation_id: str) -> int:
+    """Queue a conversation's job in `conn`'s transaction (the one that records it, or that
+    claims it back from waiting); returns the job id. Its lock keeps two jobs of one
+    conversation from running at once."""
+    key = f"conversation:{conversation_id}"
+    deferrer = app.configure_task(
+        CONVERSATION_TASK,
+        queue=QUEUE,
+        priority=int(Priority.INTERACTIVE),
+        lock=key,
+        connection=conn.connection.driver_connection,
+    )
+    return deferrer.defer(conversation_id=conversation_id)

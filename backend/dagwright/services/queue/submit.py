@@ -5,15 +5,16 @@ from __future__ import annotations
 
 import asyncio
 import functools
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
-from sqlalchemy import func, select
+from sqlalchemy import Connection, func, select
 
 from dagwright.errors import RetryLaterError
 from dagwright.runtime.plan import CompiledFlow
 from dagwright.services.queue.jobs import (
     Priority,
+    defer_conversation,
     defer_evaluation,
     defer_run,
     deferring_app,
@@ -71,6 +72,12 @@ class RunQueue:
                 defer_evaluation(self._app, conn, evaluation_id, concurrency)
 
         await asyncio.to_thread(defer)
+
+    def conversation_job(self, conversation_id: str) -> Callable[[Connection], int]:
+        """What writes a conversation's job, in the transaction of the caller that records
+        or claims the conversation (tqa/recording.py). Conversations are interactive: they
+        are not counted against the runs' limits (their agents' runs are not queued)."""
+        return functools.partial(defer_conversation, self._app, conversation_id=conversation_id)
 
     def _check_room(self, app_id: str) -> None:
         active = (RUNS.c.job_id.is_not(None), RUNS.c.status.in_(ACTIVE_STATUSES))

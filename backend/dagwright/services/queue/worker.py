@@ -32,6 +32,7 @@ from procrastinate.retry import BaseRetryStrategy, RetryDecision
 
 from dagwright.services.queue.durable import DurableRunner
 from dagwright.services.queue.jobs import (
+    CONVERSATION_TASK,
     EVALUATION_TASK,
     EXAMPLES_TASK,
     FINISH_TASK,
@@ -98,6 +99,10 @@ def worker_app(
     @app.task(name=FINISH_TASK, queue=QUEUE, retry=hand_over)
     async def finish_evaluation(evaluation_id: str) -> str:
         return await runner.finish_evaluation(evaluation_id)
+
+    @app.task(name=CONVERSATION_TASK, queue=QUEUE, retry=hand_over)
+    async def converse(conversation_id: str) -> str:
+        return await runner.converse(conversation_id)
 
     return app
 
