@@ -77,6 +77,9 @@ def _input_ports(config: HumanInputConfig) -> list[str]:
     branches=_branches,
     dynamic_ports=_input_ports,
     needs=(HUMAN,),
+    # It writes a request; run again (a durable run resumed after its worker died) it finds
+    # that request (HumanInbox.ask): one node, one request.
+    side_effects="retryable",
 )
 async def human_input(config: HumanInputConfig, ctx: NodeContext, **inputs: Any) -> Route[Any]:
     """Writes a request (the message rendered from the inputs, the form) and pauses the run:

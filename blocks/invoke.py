@@ -68,6 +68,9 @@ def _pick(config: InvokeConfig, outputs: dict[str, Any]) -> Any:
     example="app 'text-to-sql', inputs [question] -> {'sql': ..., 'rows': ...}",
     dynamic_ports=_input_ports,
     needs=(APPS,),
+    # What the called app does is its own: a durable run resumed after its worker died fails
+    # (naming the node) rather than run it twice.
+    side_effects="not_retryable",
 )
 async def invoke_app(config: InvokeConfig, ctx: NodeContext, **inputs: Any) -> Any:
     """Calls another app of this server in-process, with the same semantics as its URL: the
@@ -88,6 +91,7 @@ async def invoke_app(config: InvokeConfig, ctx: NodeContext, **inputs: Any) -> A
     example="url https://flows.example.com, app 'summarise' -> {'summary': ...}",
     dynamic_ports=_input_ports,
     needs=(SECRETS,),
+    side_effects="not_retryable",  # a second run of the remote app, as invoke_app
 )
 async def invoke_remote(config: RemoteInvokeConfig, ctx: NodeContext, **inputs: Any) -> Any:
     """POSTs the inputs to `{url}/api/v1/apps/{app}/run` with the API key from the secret

@@ -76,6 +76,9 @@ def _needs(config: McpToolConfig) -> tuple[Service[Any], ...]:
     example="url https://tools.example/mcp, tool 'search', inputs [query] -> the tool's result",
     dynamic_ports=_input_ports,
     needs=_needs,
+    # A tool may act on anything: a durable run resumed after its worker died fails (naming
+    # the node) rather than call it twice.
+    side_effects="not_retryable",
 )
 async def mcp_tool(config: McpToolConfig, ctx: NodeContext, **inputs: Any) -> Any:
     """Connects to the MCP server, calls `tool` with the fixed `arguments` and the input

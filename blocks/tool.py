@@ -18,6 +18,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 from pydantic_core import to_jsonable_python
 
 from dagwright.registry import SECRETS, NodeContext, block
+from dagwright.registry.block import SideEffects
 from dagwright.secrets import Redactor, check_secret_name
 from dagwright.templating import check_template, render, template_variables
 
@@ -40,6 +41,16 @@ _ERROR_BODY_BYTES = 4096
 _ERROR_BODY_CHARS = 200
 
 HttpMethod = Literal["GET", "POST", "PUT", "PATCH", "DELETE", "HEAD"]
+# What sending the request twice does (RFC 9110 9.2): a safe method changes nothing, an
+# idempotent one changes it once however often it is sent, any other may act twice.
+SIDE_EFFECTS_BY_METHOD: dict[str, SideEffects] = {
+    "GET": "none",
+    "HEAD": "none",
+    "PUT": "retryable",
+    "DELETE": "retryable",
+    "POST": "not_retryable",
+    "PATCH": "not_retryable",
+}
 ResponseMode = Literal["json", "text", "auto"]
 
 
@@ -158,6 +169,9 @@ class HttpResponse(TypedDict):
     example="GET https://api.example.com/users/{{ id }} -> status, headers, body",
     dynamic_ports=_url_ports,
     needs=lambda config: (SECRETS,) if config.secret_headers else (),
+    # A durable run resumed after its worker died sends a GET again, and fails (naming the
+    # node) rather than send a POST it may have sent already.
+    side_effects=lambda config: SIDE_EFFECTS_BY_METHOD[config.method],
 )
 async def http_request(
     config: HttpRequestConfig,
@@ -184,7 +198,10 @@ async def http_request(
     text never does. A 4xx or 5xx status fails the node with the start of the body in the
     message, unless `fail_on_error_status` is off. Redirects are not followed: a 3xx is
     returned as it is. The request fails after `timeout` seconds, and when the body grows
-    past `max_bytes` (it is read as it arrives, not downloaded first)."""
+    past `max_bytes` (it is read as it arrives, not downloaded first).
+
+    A queued run resumed after its worker died (queue mode) sends a GET, HEAD, PUT or
+    DELETE again, but fails naming this node rather than send a POST or PATCH twice."""
     rendered = render(config.url, variables, what="url").strip()
     target = _check_url(rendered)
     if config.query:

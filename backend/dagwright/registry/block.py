@@ -27,6 +27,8 @@
   run changes), "retryable" (it acts on the world, and doing so again is acceptable: it is
   run at least once), "not_retryable" (twice is worse than failing: a run whose worker died
   while the block was running fails with `not_retryable` instead of running it again).
+  Or a function of the config saying which (http_request: a GET is "none", a POST
+  "not_retryable").
 """
 
 from __future__ import annotations
@@ -122,12 +124,23 @@ class BlockSpec:
     dynamic_port_type: Any = Any
     timeout: float | None = None
     tags: tuple[str, ...] = field(default=())
-    side_effects: SideEffects = "none"
+    side_effects: SideEffects | Callable[[Any], SideEffects] = "none"
 
     @property
     def retryable(self) -> bool:
-        """Whether a run resumed after a crash may call the block again."""
-        return self.side_effects != "not_retryable"
+        """Whether a run resumed after a crash may call any node of the block again (one whose
+        side effects depend on the config: see retryable_for)."""
+        return not callable(self.side_effects) and self.side_effects != "not_retryable"
+
+    def side_effects_for(self, config: BaseModel) -> SideEffects:
+        """What calling a node of this block with this config twice would do."""
+        if callable(self.side_effects):
+            return self.side_effects(config)
+        return self.side_effects
+
+    def retryable_for(self, config: BaseModel) -> bool:
+        """Whether a run resumed after a crash may call this node again."""
+        return self.side_effects_for(config) != "not_retryable"
 
     # The services the block looks up (registry/services.py), or a function of the config
     # saying which (a secret only when one is named): a run that lacks one fails at its
@@ -178,7 +191,8 @@ class BlockSpec:
             "inputs": [p.to_schema() for p in self.inputs.values()],
             "outputs": [p.to_schema() for p in self.outputs.values()],
             "mode": self.mode,
-            "side_effects": self.side_effects,
+            # None: it depends on the config (see side_effects_for).
+            "side_effects": None if callable(self.side_effects) else self.side_effects,
         }
         if self.dynamic_ports is not None:
             schema["dynamic_inputs"] = {
@@ -252,7 +266,7 @@ def block(
     dynamic_ports: Callable[[Any], Sequence[str]] | None = None,
     timeout: float | None = None,
     tags: Sequence[str] = (),
-    side_effects: SideEffects = "none",
+    side_effects: SideEffects | Callable[[Any], SideEffects] = "none",
     needs: Sequence[Service[Any]] | Callable[[Any], Sequence[Service[Any]]] = (),
 ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
     """Declare a block. The function stays callable as it was; the spec is attached to it.
@@ -300,7 +314,7 @@ def _build_spec(  # noqa: C901, PLR0912, PLR0915
     dynamic_ports: Callable[[Any], Sequence[str]] | None,
     timeout: float | None,
     tags: tuple[str, ...],
-    side_effects: SideEffects = "none",
+    side_effects: SideEffects | Callable[[Any], SideEffects] = "none",
     needs: Sequence[Service[Any]] | Callable[[Any], Sequence[Service[Any]]] = (),
 ) -> BlockSpec:
     if not name.replace("_", "").isalnum() or not name[0].isalpha():
@@ -319,7 +333,7 @@ def _build_spec(  # noqa: C901, PLR0912, PLR0915
         raise _fail(fn, "blocking=True is for sync functions; an async one must not block")
     if inline and blocking:
         raise _fail(fn, "inline=True and blocking=True contradict each other: choose one")
-    if side_effects not in SIDE_EFFECTS:
+    if not callable(side_effects) and side_effects not in SIDE_EFFECTS:
         raise _fail(fn, f"side_effects {side_effects!r} is not one of {', '.join(SIDE_EFFECTS)}")
     mode: ExecutionMode = "async"
     if not is_async:

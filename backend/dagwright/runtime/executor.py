@@ -574,7 +574,8 @@ class Run:
             begun = NodeStarted(self.run_id, started - self._t0, node.id, spec.name, inputs)
             self._emit(begun)
             try:
-                if self._options.before_unretryable is not None and not spec.retryable:
+                unretryable = not spec.retryable_for(node.config)
+                if self._options.before_unretryable is not None and unretryable:
                     # After _emit, whose forwarders gave the event the node's full path in
                     # a sub-flow (`m[2]/send`): the path is the node's key in the run.
                     await self._options.before_unretryable(self.run_id, begun.node, spec.name)
