@@ -88,7 +88,9 @@ def wait_for(url: str, deadline: float, **request: object) -> float:
 
 
 def setup(base: str) -> str:
-    with httpx.Client(base_url=base, timeout=10) as client:
+    # The first call waits for the rest of start-up (api/startup.py): on a loaded machine,
+    # seconds.
+    with httpx.Client(base_url=base, timeout=60) as client:
         client.post("/api/v1/apps", json={"slug": "hello", "name": "Hello"}).raise_for_status()
         flow = json.loads((ROOT / "flows" / "examples" / "hello.json").read_text())
         version = client.post("/api/v1/apps/hello/versions", json={"flow": flow})

@@ -18,6 +18,7 @@ from fastapi.staticfiles import StaticFiles
 from dagwright import __version__
 from dagwright.api import errors
 from dagwright.api.boundary import RequestGuard
+from dagwright.api.fastpath import FastPath, FastPaths
 from dagwright.api.jsontext import SafeJSONResponse
 from dagwright.api.settings import ServerSettings
 from dagwright.api.startup import HEALTH_PATH, Startup, StartupGate
@@ -62,8 +63,9 @@ class _Routes:
     """The API's routes, added to the app once: by start-up, or by the first call for the
     OpenAPI document of an app that never started (its tests)."""
 
-    def __init__(self, app: FastAPI) -> None:
+    def __init__(self, app: FastAPI, fast: FastPaths) -> None:
         self.app = app
+        self.fast = fast
         self.installed = False
         self._lock = threading.Lock()
 
@@ -79,6 +81,9 @@ class _Routes:
             added = table[before:]
             del table[before:]
             table[:0] = added
+            from dagwright.api.routes.published import run_published_fast
+
+            self.fast.published_run = run_published_fast
             self.installed = True
 
 
@@ -98,8 +103,11 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         lifespan=lifespan,
         default_response_class=SafeJSONResponse,
     )
-    routes = _Routes(app)
+    fast = FastPaths()
+    routes = _Routes(app, fast)
     errors.install(app)
+    # Innermost first: the fast path sits behind the boundary and start-up like every route.
+    app.add_middleware(FastPath, paths=fast)
     app.add_middleware(StartupGate, startup=startup)
     app.add_middleware(RequestGuard, limit=settings.max_body_bytes)
     if settings.cors_origins:

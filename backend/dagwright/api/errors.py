@@ -72,19 +72,28 @@ def error_response(
     return SafeJSONResponse(body, status_code=status, headers=headers)
 
 
+def dagwright_error_response(exc: DagwrightError) -> JSONResponse:
+    extra = exc.to_dict()
+    extra.pop("code", None)
+    extra.pop("message", None)
+    status = status_of(exc)
+    headers = None
+    if isinstance(exc, RetryLaterError):
+        headers = {"Retry-After": str(max(1, round(exc.retry_after + 0.5)))}
+    if status == 401:
+        headers = {"WWW-Authenticate": "Bearer"}
+    return error_response(status, exc.code, exc.message, headers, **extra)
+
+
+def invalid_value_response(exc: ValidationError) -> JSONResponse:
+    # A body the route parses itself (a block's config, say) that does not fit its model.
+    return error_response(422, "invalid_config", describe_validation_error(exc))
+
+
 def install(app: FastAPI) -> None:
     @app.exception_handler(DagwrightError)
     async def dagwright_error(request: Request, exc: DagwrightError) -> JSONResponse:
-        extra = exc.to_dict()
-        extra.pop("code", None)
-        extra.pop("message", None)
-        status = status_of(exc)
-        headers = None
-        if isinstance(exc, RetryLaterError):
-            headers = {"Retry-After": str(max(1, round(exc.retry_after + 0.5)))}
-        if status == 401:
-            headers = {"WWW-Authenticate": "Bearer"}
-        return error_response(status, exc.code, exc.message, headers, **extra)
+        return dagwright_error_response(exc)
 
     @app.exception_handler(RequestValidationError)
     async def bad_request(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -97,8 +106,7 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(ValidationError)
     async def invalid_value(request: Request, exc: ValidationError) -> JSONResponse:
-        # A body the route parses itself (a block's config, say) that does not fit its model.
-        return error_response(422, "invalid_config", describe_validation_error(exc))
+        return invalid_value_response(exc)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:

@@ -2,19 +2,24 @@
 
 from __future__ import annotations
 
+import contextlib
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
 from fastapi.responses import JSONResponse
 from fastapi.sse import EventSourceResponse
+from pydantic import TypeAdapter, ValidationError
+from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from dagwright.api import errors
 from dagwright.api.jsontext import SafeJSONResponse
 from dagwright.api.routes.access import app_for_key
 from dagwright.api.schemas import RunIn
 from dagwright.api.state import Services, services
 from dagwright.api.streaming import result_body, run_events
+from dagwright.errors import DagwrightError
 from dagwright.services.inputs import check_input_types
-from dagwright.services.queue.jobs import Priority
 from dagwright.store.models import App
 
 router = APIRouter(prefix="/api/v1", tags=["published"])
@@ -38,10 +43,62 @@ async def run_published(app: str, body: RunIn, request: Request, s: Deps) -> Any
     Inputs of the wrong type are 422 (naming the input and its type) and no run is
     recorded; a run past the app's deadline fails with `run_timeout`. A W3C `traceparent`
     header puts the run's trace under the caller's span."""
+    # Most calls take the fast path below (api/fastpath.py); this route answers the others.
+    return await _run(app, body, request, s)
+
+
+async def run_published_fast(
+    scope: Scope, receive: Receive, send: Send, app: str, rest: ASGIApp
+) -> None:
+    """`run_published` as a bare ASGI handler (api/fastpath.py): the same checks and answers,
+    without FastAPI's routing and dependency machinery. A body that is not JSON, or does not
+    validate as RunIn, goes on to the FastAPI route, whose 422s say what is wrong with it."""
+    chunks: list[bytes] = []
+    more = True
+    while more:
+        message = await receive()
+        if message["type"] != "http.request":  # the client left
+            return
+        chunks.append(message.get("body", b""))
+        more = message.get("more_body", False)
+    raw = b"".join(chunks)
+    request = Request(scope)
+    kind = request.headers.get("content-type", "").partition(";")[0].strip().lower()
+    body: RunIn | None = None
+    if kind == "application/json":
+        with contextlib.suppress(ValidationError):
+            body = _RUN_IN.validate_json(raw)
+    if body is None:
+        sent = False
+
+        async def replay() -> Message:
+            nonlocal sent
+            if sent:
+                return await receive()
+            sent = True
+            return {"type": "http.request", "body": raw, "more_body": False}
+
+        await rest(scope, replay, send)
+        return
+    try:
+        response = await _run(app, body, request, scope["app"].state.services)
+    except DagwrightError as exc:
+        response = errors.dagwright_error_response(exc)
+    except ValidationError as exc:
+        response = errors.invalid_value_response(exc)
+    await response(scope, receive, send)
+
+
+_RUN_IN = TypeAdapter(RunIn)
+
+
+async def _run(app: str, body: RunIn, request: Request, s: Services) -> Response:
     found_app = await app_for_key(request, s, app)
     endpoint = await s.endpoints.endpoint(found_app.id, body.version)
     check_input_types(endpoint.plan, body.inputs)
     if body.async_ and s.queue is not None:
+        from dagwright.services.queue.jobs import Priority
+
         # Queue mode: a worker runs it (services/queue); a full queue is 429 + Retry-After.
         run_id = await s.queue.submit(
             endpoint.plan,
@@ -66,8 +123,7 @@ async def run_published(app: str, body: RunIn, request: Request, s: Deps) -> Any
         return _accepted(live.run_id, "running")
     if body.stream:
         return EventSourceResponse(run_events(live))
-    # A response, not a dict: the body is JSON-ready already, and FastAPI's encoder would
-    # walk it again (a few % of a published call).
+    # The body is JSON-ready already: FastAPI's encoder would walk it again.
     return SafeJSONResponse(result_body(await live.wait()))
 
 
