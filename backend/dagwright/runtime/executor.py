@@ -272,13 +272,14 @@ class Run:
         slots: asyncio.Semaphore | None = None,
         reuse: Mapping[int, ReusedOutput] | None = None,
         scope: RunScope | None = None,
-        inner_reuse: Mapping[str, ReusedOutput] | None = None,
+        inner_reuse: Mapping[str, Mapping[str, ReusedOutput]] | None = None,
     ) -> None:
         self.run_id = run_id
         self._reuse = reuse or {}
-        # Outputs to pass on inside this run's sub-flow nodes, by path below them
-        # (`loop[2]/approve`): what a resumed run's iterations had finished before the pause.
-        self.inner_reuse: Mapping[str, ReusedOutput] = inner_reuse or {}
+        # Outputs to pass on inside this run's sub-flow nodes: what a resumed run's iterations
+        # had finished before the pause, by iteration (`loop[2]/`), then by path below it
+        # (`approve`), so each iteration finds its own at once (split_reuse).
+        self.inner_reuse: Mapping[str, Mapping[str, ReusedOutput]] = inner_reuse or {}
         self._slots = slots
         self.plan = plan
         self.events: list[RunEvent] = []
@@ -894,17 +895,20 @@ class Executor:
 
 def split_reuse(
     plan: CompiledFlow, reuse: Mapping[str, ReusedOutput]
-) -> tuple[dict[int, ReusedOutput], dict[str, ReusedOutput]]:
+) -> tuple[dict[int, ReusedOutput], dict[str, dict[str, ReusedOutput]]]:
     """The outputs to reuse of the flow's own nodes, by node index, and those of nodes inside
-    its sub-flow nodes, by path (`m[2]/x`): a sub-flow node that runs hands these on to its
-    iterations (runtime/subflow.py). A sub-flow node that is itself reused returns its whole
+    its sub-flow nodes, by the iteration they are in (`m[2]/`, or `s/` for a single call) and
+    their path below it (`x/y[0]/z`): a sub-flow node that runs hands each iteration its own
+    (runtime/subflow.py). Grouped once here, so resuming a map of n items with m reused
+    results costs n + m, not n x m. A sub-flow node that is itself reused returns its whole
     output and runs no iteration. InputError naming a node the flow does not have (a paused
     debug run answered after the node was deleted from the canvas)."""
     by_index: dict[int, ReusedOutput] = {}
-    inner: dict[str, ReusedOutput] = {}
+    inner: dict[str, dict[str, ReusedOutput]] = {}
     for node, out in reuse.items():
-        if "/" in node:
-            inner[node] = out
+        cut = node.find("/") + 1
+        if cut:
+            inner.setdefault(node[:cut], {})[node[cut:]] = out
             continue
         try:
             by_index[plan.node(node).index] = out

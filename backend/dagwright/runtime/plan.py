@@ -78,9 +78,12 @@ class CompiledFlow:
     _needs: tuple[tuple[str, Sequence[Service[Any]]], ...] | None = field(
         default=None, init=False, repr=False
     )
+    # Node id -> node: resuming a big paused map looks nodes up once per reused result.
+    _by_id: dict[str, PlanNode] = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
         self.calls_subflows = any(node.orchestrates for node in self.nodes)
+        self._by_id = {node.id: node for node in self.nodes}
 
     def needs(self) -> tuple[tuple[str, Sequence[Service[Any]]], ...]:
         """(node id, the services it declares it needs) for every node a run may execute."""
@@ -107,10 +110,10 @@ class CompiledFlow:
 
     def node(self, node_id: str) -> PlanNode:
         """The node with this id; KeyError names it when there is none."""
-        for node in self.nodes:
-            if node.id == node_id:
-                return node
-        raise KeyError(f"the flow has no node {node_id!r}")
+        found = self._by_id.get(node_id)
+        if found is None:
+            raise KeyError(f"the flow has no node {node_id!r}")
+        return found
 
     def downstream(self, node_id: str) -> set[str]:
         """The node and every node reachable from it."""

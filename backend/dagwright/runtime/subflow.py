@@ -34,7 +34,7 @@ from dagwright.runtime.scope import RunScope
 
 if TYPE_CHECKING:
     from dagwright.runtime.events import RunFinished
-    from dagwright.runtime.executor import ReusedOutput, Run
+    from dagwright.runtime.executor import Run
     from dagwright.runtime.flow import Flow
     from dagwright.runtime.plan import CompiledFlow
 
@@ -202,7 +202,7 @@ class SubflowHost:
             raise SubflowError(f"{_where(node_id, index)}: {exc.message}") from None
         path = run.path + prefix
         scope = RunScope(run.run_id, run._t0, run._usage, _forwarder(emit, prefix), depth, path)
-        reuse, inner = split_reuse(plan, _below(run.inner_reuse, prefix))
+        reuse, inner = split_reuse(plan, run.inner_reuse.get(prefix, {}))
         child = Run(
             plan,
             values,
@@ -228,14 +228,6 @@ class SubflowHost:
             )
         )
         return result
-
-
-def _below(reuse: Mapping[str, ReusedOutput], prefix: str) -> dict[str, ReusedOutput]:
-    """The entries under `prefix` (one iteration's), by their path below it."""
-    if not reuse:
-        return {}
-    cut = len(prefix)
-    return {path[cut:]: out for path, out in reuse.items() if path.startswith(prefix)}
 
 
 def _where(node_id: str, index: int | None) -> str:
