@@ -9,11 +9,12 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Iterator
 from datetime import timedelta
+from pathlib import Path
 from typing import Any
 
 import pytest
 import pytest_asyncio
-from sqlalchemy import Engine, func, select, update
+from sqlalchemy import Engine, func, select, text, update
 
 from dagwright.errors import ConflictError, InputError
 from dagwright.registry import HUMAN, BlockServices, Registry
@@ -24,9 +25,10 @@ from dagwright.services.editor import compile_unsaved
 from dagwright.services.human import SWEEP_GRACE, HumanInbox, HumanService
 from dagwright.services.runs.records import RunRecord
 from dagwright.services.runs.service import RunService
+from dagwright.store.db import migrate
 from dagwright.store.human_models import HumanRequest
 from dagwright.store.models import Run, utcnow
-from support.database import DATABASES, migrated_engine
+from support.database import DATABASES, fresh_engine, migrated_engine
 from support.server import edge, flow, node
 
 REQUESTS = HumanRequest.__table__  # type: ignore[attr-defined]
@@ -281,3 +283,32 @@ async def test_cancelling_a_resumed_run_names_the_run_that_goes_on(s: Services) 
         await s.runs.cancel(paused.id)
     assert refused.value.code == "run_resumed"
     assert (await s.finished(done.run_id)).status == "succeeded"
+
+
+@pytest.mark.parametrize("kind", DATABASES)
+def test_the_migration_folds_requests_asked_twice_into_one(kind: str, tmp_path: Path) -> None:
+    """Before 0016 a node run again asked again: the answered request (else the oldest) stays."""
+    rows = [
+        ("a1", "r1", "waiting"),
+        ("a2", "r1", "answered"),  # r1's answered one wins over the older waiting one
+        ("a3", "r1", "waiting"),
+        ("b1", "r2", "waiting"),  # r2: both waiting, the smaller id stays
+        ("b2", "r2", "waiting"),
+        ("c1", "r3", "expired"),
+    ]
+    with fresh_engine(kind, tmp_path) as engine:
+        migrate(engine, "0015")
+        with engine.begin() as connection:
+            for request_id, run_id, status in rows:
+                connection.execute(
+                    text(
+                        "INSERT INTO human_requests (id, run_id, node, message, form, status, "
+                        "link_token, created_at) VALUES (:id, :run, 'ask', '?', '{}', :status, "
+                        ":token, CURRENT_TIMESTAMP)"
+                    ),
+                    {"id": request_id, "run": run_id, "status": status, "token": request_id},
+                )
+        migrate(engine)
+        with engine.connect() as connection:
+            kept = connection.execute(text("SELECT id FROM human_requests ORDER BY id")).all()
+        assert [row[0] for row in kept] == ["a2", "b1", "c1"]
