@@ -130,7 +130,8 @@ def _prepare(
         services=services,
         # Cron schedules and webhooks (routes/triggers.py); every replica schedules, one fires.
         triggers=TriggerService(engine, apps, runs, secrets, queue=queue),
-        human=HumanService(engine, apps, runs),
+        # ... and AutoTQA conversations waiting for a tool call's approval (tqa/approvals.py).
+        human=HumanService(engine, apps, runs, conversations=services.tqa),
     )
 
 

@@ -31,7 +31,12 @@ def list_(
     query = {"offset": offset, "limit": limit} | ({} if status == "all" else {"status": status})
     page = admin_request("GET", url, f"/api/v1/human/requests?{urlencode(query)}", token)
     for item in page["items"]:
-        typer.echo(f"{item['id']}  run {item['run_id']}  {item['node']}: {item['message']}")
+        waiting = (
+            f"run {item['run_id']}"
+            if item.get("run_id")
+            else f"conversation {item.get('conversation_id')}"
+        )
+        typer.echo(f"{item['id']}  {waiting}  {item['node']}: {item['message']}")
     shown, total = len(page["items"]), page["total"]
     more = f"; next page: --offset {offset + shown}" if offset + shown < total else ""
     typer.echo(f"{shown} of {total} requests{more}", err=True)
@@ -59,7 +64,8 @@ def answer(
     token: Token = None,
 ) -> None:
     """Answer a request; its run resumes. Prints the id of the run that goes on, or how many
-    answers the run still waits for."""
+    answers the run still waits for, or (a tool call's approval: --choice approve or reject,
+    -v comment=...) the conversation that goes on."""
     values: dict[str, Any] = {}
     for pair in value or []:
         name, sep, raw = pair.partition("=")
@@ -71,7 +77,9 @@ def answer(
             values[name] = raw
     body = {"values": values, "choice": choice}
     done = admin_request("POST", url, f"/api/v1/human/requests/{request_id}/answer", token, body)
-    if done["run_id"] is None:
+    if done.get("conversation_id"):
+        typer.echo(f"conversation {done['conversation_id']} goes on")
+    elif done["run_id"] is None:
         typer.echo(f"run {done['waiting_run_id']} waits for {done['waiting_for']} more answer(s)")
     else:
         typer.echo(done["run_id"])

@@ -376,7 +376,10 @@ def tools_list() -> None:
 
     for tool in _with_tqa(work):
         role = tool.role or "-"
-        typer.echo(f"{tool.name:<20} {tool.app:<24} {role:<12} {tool.description[:60]}")
+        approval = "approval" if tool.requires_approval else "-"
+        typer.echo(
+            f"{tool.name:<20} {tool.app:<24} {role:<12} {approval:<9} {tool.description[:60]}"
+        )
 
 
 @tools_app.command("add")
@@ -391,13 +394,42 @@ def tools_add(
             "question (default: the Engineer's input only)."
         ),
     ] = None,
+    requires_approval: Annotated[
+        bool | None,
+        typer.Option(
+            "--requires-approval/--no-approval",
+            help="A person approves each call before it runs (default: as it was; none).",
+        ),
+    ] = None,
 ) -> None:
     """Register a published app as a tool."""
 
     async def work(tqa: TqaService) -> None:
-        await asyncio.to_thread(tqa.register_tool, name, app, description, role)
+        await asyncio.to_thread(tqa.register_tool, name, app, description, role, requires_approval)
 
     _with_tqa(work)
+
+
+@tools_app.command("approval")
+def tools_approval(
+    name: str,
+    required: Annotated[
+        bool,
+        typer.Option(
+            "--required/--not-required",
+            help="Whether each call of the tool waits for a person's approval (dagwright "
+            "human list shows the waiting calls).",
+        ),
+    ] = True,
+) -> None:
+    """Set whether a tool's calls need a person's approval before they run."""
+
+    async def work(tqa: TqaService) -> Any:
+        return await asyncio.to_thread(tqa.tools.require_approval, name, required)
+
+    tool = _with_tqa(work)
+    needs = "needs approval" if tool.requires_approval else "runs without approval"
+    typer.echo(f"{tool.name}: each call {needs}")
 
 
 @tools_app.command("remove")

@@ -257,9 +257,8 @@ class HumanService:
         run (naming the node), RetryLaterError for a failure of the moment."""
         request = await asyncio.to_thread(self.get, request_id)
         if request.status == CANCELLED:
-            raise ConflictError(
-                f"run {request.run_id} was cancelled: this request is closed", "run_cancelled"
-            )
+            what = f"run {request.run_id}" if request.run_id else "its conversation"
+            raise ConflictError(f"{what} was cancelled: this request is closed", "run_cancelled")
         if request.status != "waiting":
             raise ConflictError(f"this request is {request.status} already", "human_answered")
         check_answer(request.form, answer, choice)

@@ -230,6 +230,17 @@ class HumanRequestRepository:
         )
         return self._db.exec(query).first()
 
+    def close_conversation(self, conversation_id: str) -> None:
+        """The conversation's waiting requests closed as `cancelled` (it was cancelled)."""
+        self._db.exec(
+            update(HumanRequest)
+            .where(
+                col(HumanRequest.conversation_id) == conversation_id,
+                col(HumanRequest.status) == "waiting",
+            )
+            .values(status="cancelled", answered_at=utcnow())
+        )
+
     def unresumed_conversations(self, settled_before: datetime) -> list[str]:
         """Conversations still waiting though their approvals were all settled before
         `settled_before` (the answering process stopped before letting them go on)."""

@@ -61,6 +61,7 @@ from dagwright.tqa.schedulers import TERMINATE, make_scheduler, terminated, want
 
 if TYPE_CHECKING:
     from dagwright.tabular import TableAccess
+    from dagwright.tqa.approvals import ApprovalDesk
     from dagwright.tqa.recording import ConversationStore, Deferral
     from dagwright.tqa.tools import Tool
 
@@ -149,7 +150,8 @@ class Orchestrator:
     """Runs conversations. `tools` is read once per conversation (a callable, so the
     registry stays in the database); `knowledge` gives each conversation its dataset's SOP,
     hints and examples and records what it learned; `tables` checks hints against the data;
-    `store` records the conversation as it goes (None: in memory only)."""
+    `store` records the conversation as it goes (None: in memory only); `approvals` asks a
+    person before a tool that requires approval runs (None: such tools run unasked)."""
 
     def __init__(
         self,
@@ -159,12 +161,14 @@ class Orchestrator:
         knowledge: KnowledgeSource | None = None,
         tables: TableAccess | None = None,
         store: ConversationStore | None = None,
+        approvals: ApprovalDesk | None = None,
     ) -> None:
         self.caller = caller
         self._tools = tools
         self.knowledge = knowledge or KnowledgeSource()
         self._tables = tables
         self._store = store
+        self._approvals = approvals
 
     async def _persist(self, method: Callable[..., None], *args: Any) -> None:
         if self._store is not None:
@@ -381,6 +385,14 @@ class Orchestrator:
         given = wanted.input
         call = ToolCall(tool.name, tool.app, dict(given) if isinstance(given, dict) else {})
         turn = Turn(seq, EXECUTOR, "", tool_call=call)
+        if tool.requires_approval and self._approvals is not None:
+            # ApprovalPending until a person answers: the conversation waits.
+            verdict = await self._approvals.check(state.conversation, asked.seq, tool, given)
+            turn.content = {"approval": verdict.to_dict()}
+            if not verdict.approved:
+                call.error = {"code": "tool_rejected", "message": verdict.message}
+                turn.text = tool_text(call)
+                return turn
         role = tool_role(tool.role)
         context = ToolContext(
             question=request.question,

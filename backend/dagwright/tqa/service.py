@@ -12,6 +12,7 @@ from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from dagwright.tqa.agents import AgentCaller, InProcessAgentCaller
+from dagwright.tqa.approvals import ApprovalDesk
 from dagwright.tqa.conversation import AskRequest, Conversation
 from dagwright.tqa.durable import ConversationRunner
 from dagwright.tqa.hints import HintStore
@@ -54,6 +55,7 @@ class TqaService:
         self.profiles = ProfileStore(engine)
         self.tools = ToolRegistry(engine)
         self.conversations = ConversationStore(engine)
+        self.approvals = ApprovalDesk(engine)
         self._examples = examples
         self.orchestrator = Orchestrator(
             caller or InProcessAgentCaller(apps, runs),
@@ -61,6 +63,7 @@ class TqaService:
             knowledge=StoredKnowledge(self.profiles, self.hints, examples),
             tables=tables,
             store=self.conversations,
+            approvals=self.approvals,
         )
         self.runner = ConversationRunner(self.orchestrator, self.conversations)
         self._queue = queue
@@ -80,11 +83,18 @@ class TqaService:
             if not self._published:
                 await asyncio.to_thread(self.publish)
 
-    def register_tool(self, name: str, app: str, description: str, role: str | None) -> Tool:
+    def register_tool(
+        self,
+        name: str,
+        app: str,
+        description: str,
+        role: str | None,
+        requires_approval: bool | None = None,
+    ) -> Tool:
         """A published app (it must exist) as a tool, playing `role` (None: the Engineer's
-        input only)."""
+        input only), its calls approved by a person first or not (None: as it was)."""
         self.apps.get_app(app)
-        return self.tools.put(name, app, description, role)
+        return self.tools.put(name, app, description, role, requires_approval)
 
     def check_namespaces(self, namespaces: Mapping[str, str] | None) -> None:
         """Each namespace a profile names must exist in the embedding service (raises
@@ -149,8 +159,15 @@ class TqaService:
 
     async def cancel(self, conversation_id: str) -> str:
         """Asks whichever process runs the conversation to cancel it (seen within a second,
-        on any replica or worker); returns its status when asked (NotFoundError)."""
-        return await asyncio.to_thread(self.conversations.request_cancel, conversation_id)
+        on any replica or worker); one waiting for an approval, which no process runs, is
+        ended here and its request closed. Returns its status when asked (NotFoundError)."""
+        status = await asyncio.to_thread(self.conversations.request_cancel, conversation_id)
+        if status == "waiting" and await asyncio.to_thread(
+            self.conversations.claim, conversation_id, "waiting"
+        ):
+            await asyncio.to_thread(self.approvals.close, conversation_id)
+            await self.runner.run(conversation_id)  # sees the cancel: recorded as cancelled
+        return status
 
     async def ask_question(self, request: Mapping[str, Any]) -> dict[str, Any]:
         conversation = await self.ask(AskRequest.model_validate(dict(request)))

@@ -1,6 +1,7 @@
 """The tool registry: any published app registered under a name, with the description the
-Engineer reads and its role (tqa/roles.py: what the Executor gives it from the
-conversation). The Executor calls a tool by that name. The built-in tools are registered
+Engineer reads, its role (tqa/roles.py: what the Executor gives it from the conversation)
+and whether a person approves each call before it runs (`requires_approval`:
+tqa/approvals.py). The Executor calls a tool by that name. The built-in tools are registered
 when the AutoTQA apps are published."""
 
 from __future__ import annotations
@@ -60,6 +61,7 @@ class Tool:
     created_at: datetime
     updated_at: datetime
     role: str | None = None
+    requires_approval: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -67,13 +69,22 @@ class Tool:
             "app": self.app,
             "description": self.description,
             "role": self.role,
+            "requires_approval": self.requires_approval,
             "created_at": self.created_at.isoformat(),
             "updated_at": self.updated_at.isoformat(),
         }
 
 
 def _tool(row: TqaTool) -> Tool:
-    return Tool(row.name, row.app, row.description, row.created_at, row.updated_at, row.role)
+    return Tool(
+        row.name,
+        row.app,
+        row.description,
+        row.created_at,
+        row.updated_at,
+        row.role,
+        row.requires_approval,
+    )
 
 
 class ToolRegistry:
@@ -88,9 +99,17 @@ class ToolRegistry:
         with session(self._engine) as db:
             return _tool(ToolRepository(db).find(name))
 
-    def put(self, name: str, app: str, description: str, role: str | None = None) -> Tool:
+    def put(
+        self,
+        name: str,
+        app: str,
+        description: str,
+        role: str | None = None,
+        requires_approval: bool | None = None,
+    ) -> Tool:
         """Registers the tool, or changes its app, description and role (None: it gets the
-        Engineer's input only)."""
+        Engineer's input only), and whether its calls need approval (None: as it was; a new
+        tool's do not)."""
         if not _NAME.fullmatch(name):
             raise ToolError(f"tool name {name!r}: lowercase letters, digits and '_', 1-64")
         if not app.strip() or len(app) > 64:
@@ -105,6 +124,19 @@ class ToolRegistry:
             else:
                 row.app, row.description, row.role = app, description, role
                 row.updated_at = utcnow()
+            if requires_approval is not None:
+                row.requires_approval = requires_approval
+            tools.add(row)
+            db.commit()
+            return _tool(row)
+
+    def require_approval(self, name: str, required: bool) -> Tool:
+        """Whether each call of the tool waits for a person's approval (NotFoundError)."""
+        with session(self._engine) as db:
+            tools = ToolRepository(db)
+            row = tools.find(name)
+            row.requires_approval = required
+            row.updated_at = utcnow()
             tools.add(row)
             db.commit()
             return _tool(row)

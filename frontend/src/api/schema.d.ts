@@ -1596,6 +1596,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/tqa/tools/{name}/approval": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Put Tool Approval
+         * @description Whether each call of the tool waits for a person's approval: the Engineer's request
+         *     pauses the conversation (`waiting`) with a human request showing the tool and its input;
+         *     approving runs it, rejecting gives the Engineer a turn with the comment.
+         */
+        put: operations["put_tool_approval_api_v1_tqa_tools__name__approval_put"];
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/triggers/{trigger_id}": {
         parameters: {
             query?: never;
@@ -2604,6 +2626,14 @@ export interface components {
              */
             variables: string[];
         };
+        /** ToolApprovalIn */
+        ToolApprovalIn: {
+            /**
+             * Requires Approval
+             * @description Whether each call of the tool waits for a person's approval.
+             */
+            requires_approval: boolean;
+        };
         /** ToolIn */
         ToolIn: {
             /**
@@ -2617,6 +2647,11 @@ export interface components {
              * @default
              */
             description: string;
+            /**
+             * Requires Approval
+             * @description A person approves each call before it runs (the conversation waits; the request is listed at GET /api/v1/human/requests). Omitted: as it was.
+             */
+            requires_approval?: boolean | null;
             /**
              * Role
              * @description What the Executor gives it from the conversation: text_to_sql (question, hints, feedback, examples, sources), python (the same, the question as `task`), question (the question only); none: the Engineer's input only.
@@ -6286,6 +6321,43 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content?: never;
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
+                };
+            };
+        };
+    };
+    put_tool_approval_api_v1_tqa_tools__name__approval_put: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                name: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["ToolApprovalIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
             };
             /** @description Validation Error */
             422: {

@@ -50,9 +50,17 @@ def request_body(found: HumanRequest, *, with_link: bool) -> dict[str, Any]:
 
 def _answered(done: Answered) -> JSONResponse:
     """202 with the continuing run, or (run_id null) the paused run that still waits for
-    other answers (`waiting_for`: how many; several map items may wait at once)."""
-    if done.run_id is None:
+    other answers (`waiting_for`: how many; several map items may wait at once), or (an
+    AutoTQA tool call's approval) the conversation that goes on."""
+    if done.conversation_id is not None:
         body: dict[str, Any] = {
+            "run_id": None,
+            "status": "running",
+            "conversation_id": done.conversation_id,
+            "poll": f"/api/v1/tqa/conversations/{done.conversation_id}",
+        }
+    elif done.run_id is None:
+        body = {
             "run_id": None,
             "status": "waiting",
             "waiting_run_id": done.waiting_run_id,

@@ -91,6 +91,19 @@ class ToolIn(BaseModel):
         "hints, feedback, examples, sources), python (the same, the question as `task`), "
         "question (the question only); none: the Engineer's input only.",
     )
+    requires_approval: bool | None = Field(
+        None,
+        description="A person approves each call before it runs (the conversation waits; "
+        "the request is listed at GET /api/v1/human/requests). Omitted: as it was.",
+    )
+
+
+class ToolApprovalIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    requires_approval: bool = Field(
+        description="Whether each call of the tool waits for a person's approval."
+    )
 
 
 class PublishIn(BaseModel):
@@ -246,7 +259,18 @@ async def list_tools(s: Deps) -> list[dict[str, Any]]:
 @router.put("/tools/{name}")
 async def put_tool(name: str, body: ToolIn, s: Deps) -> dict[str, Any]:
     """Register a published app as a tool (the app must exist), playing a role or none."""
-    tool = await asyncio.to_thread(s.tqa.register_tool, name, body.app, body.description, body.role)
+    tool = await asyncio.to_thread(
+        s.tqa.register_tool, name, body.app, body.description, body.role, body.requires_approval
+    )
+    return tool.to_dict()
+
+
+@router.put("/tools/{name}/approval")
+async def put_tool_approval(name: str, body: ToolApprovalIn, s: Deps) -> dict[str, Any]:
+    """Whether each call of the tool waits for a person's approval: the Engineer's request
+    pauses the conversation (`waiting`) with a human request showing the tool and its input;
+    approving runs it, rejecting gives the Engineer a turn with the comment."""
+    tool = await asyncio.to_thread(s.tqa.tools.require_approval, name, body.requires_approval)
     return tool.to_dict()
 
 
