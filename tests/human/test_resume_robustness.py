@@ -312,3 +312,30 @@ def test_the_migration_folds_requests_asked_twice_into_one(kind: str, tmp_path: 
         with engine.connect() as connection:
             kept = connection.execute(text("SELECT id FROM human_requests ORDER BY id")).all()
         assert [row[0] for row in kept] == ["a2", "b1", "c1"]
+
+
+async def test_the_sweep_fails_a_run_that_can_never_go_on(s: Services) -> None:
+    """A saved version's run whose recorded inputs no longer fit: the sweep does not try
+    every SWEEP_GRACE for ever, the run fails saying why."""
+    paused = await paused_app_run(s, "unfit", review())
+    [request] = s.requests(paused.id)
+    with s.engine.begin() as connection:
+        connection.execute(
+            update(REQUESTS)
+            .where(REQUESTS.c.id == request.id)
+            .values(
+                status="answered",
+                answer={},
+                choice="answered",
+                answered_at=utcnow() - 2 * SWEEP_GRACE,
+            )
+        )
+        connection.execute(update(RUNS).where(RUNS.c.id == paused.id).values(inputs={"nope": "x"}))
+    assert await s.human.resume_settled() == []  # logged, and the others would go on
+    failed = await asyncio.to_thread(s.runs.get, paused.id)
+    assert failed.status == "failed"
+    assert failed.error is not None
+    assert failed.error["code"] == "resume_failed"
+    assert failed.error["node"] == "approve"
+    assert "'nope'" in failed.error["message"]
+    assert await s.human.resume_settled() == []

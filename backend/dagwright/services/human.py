@@ -18,7 +18,10 @@ error) puts the run back to `waiting` and, for an answer, the request too, so it
 answered again; the answer fails with the reason. The sweep resumes runs whose last answer
 came while the run was still being recorded, and runs claimed a while ago with no
 continuation (the claiming replica stopped, or could not start it): it tries again every
-SWEEP_GRACE. A cancelled paused run's open requests are closed (`cancelled`) by the sweep.
+SWEEP_GRACE, unless the failure was a lasting one (a typed error: the recorded inputs or
+the version do not fit), which fails the run (`resume_failed`) when no answer can be given
+again (the sweep's or a timeout's resume). A cancelled paused run's open requests are
+closed (`cancelled`) by the sweep.
 
 An AutoTQA conversation whose Engineer asked for a tool that requires approval waits the same
 way (tqa/approvals.py writes the request: `conversation_id` set, no run). Answering it claims
@@ -189,6 +192,12 @@ def _filled(form: dict[str, Any], answer: dict[str, Any]) -> dict[str, Any]:
     return values
 
 
+def _lasting(exc: Exception) -> bool:
+    """A failure to start a continuation that trying again will not mend: a typed one (the
+    inputs or the version no longer fit), not one of the moment (the database, a limit)."""
+    return isinstance(exc, DagwrightError) and not isinstance(exc, RetryLaterError)
+
+
 def _top_node(path: str) -> str:
     """The flow's own node a nested path is under (`check` for `check/each[2]/approve`)."""
     return re.split(r"[/\[]", path, maxsplit=1)[0]
@@ -316,6 +325,11 @@ class HumanService:
         try:
             live = await self._resume(run_id, node, draft)
         except Exception as exc:
+            if reopen is None and _lasting(exc):
+                # No answer to give again (a timeout, the sweep) and a saved version that
+                # will not fit any better later: the run fails, saying why.
+                await self._give_up(run_id, node, exc)
+                raise
             await self._release(run_id, reopen)
             if isinstance(exc, DagwrightError):
                 raise
@@ -338,6 +352,19 @@ class HumanService:
             log.warning("run %s could not be put back to waiting", run_id, exc_info=True)
         else:
             log.warning("run %s could not go on: it waits again", run_id, exc_info=True)
+
+    async def _give_up(self, run_id: str, node: str, exc: Exception) -> None:
+        error = {
+            "code": "resume_failed",
+            "message": f"the run could not go on from its pause: {exc}",
+            "node": _top_node(node),
+        }
+        try:
+            await self._write(lambda store: store.fail_run(run_id, error, utcnow()))
+        except Exception:  # the sweep tries again after SWEEP_GRACE
+            log.warning("run %s could not be marked failed", run_id, exc_info=True)
+        else:
+            log.warning("run %s could not go on: it failed (%s)", run_id, exc)
 
     async def _resume(self, run_id: str, node: str, draft: CompiledFlow | None) -> LiveRun:
         waiting = await asyncio.to_thread(self.runs.get, run_id)

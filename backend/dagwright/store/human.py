@@ -81,12 +81,14 @@ class HumanRequestRepository:
 
     def close_cancelled(self, status: str) -> int:
         """Moves the waiting requests of cancelled runs to `status`; how many."""
-        cancelled = select(Run.id).where(col(Run.status) == "cancelled")
+        # Each waiting request looks its run up by key: every replica asks every second.
         done = self._db.exec(
             update(HumanRequest)
             .where(
                 col(HumanRequest.status) == "waiting",
-                col(HumanRequest.run_id).in_(cancelled.scalar_subquery()),
+                exists().where(
+                    col(Run.id) == col(HumanRequest.run_id), col(Run.status) == "cancelled"
+                ),
             )
             .values(status=status, answered_at=utcnow())
         )
@@ -160,6 +162,16 @@ class HumanRequestRepository:
             update(Run)
             .where(col(Run.id) == run_id, col(Run.status) == "resumed", self._unnamed(run_id))
             .values(status="waiting")
+        )
+        return bool(done.rowcount == 1)
+
+    def fail_run(self, run_id: str, error: dict[str, Any], now: datetime) -> bool:
+        """Ends a claimed run as failed with `error` (its continuation cannot start), unless a
+        continuation of it is named after all."""
+        done = self._db.exec(
+            update(Run)
+            .where(col(Run.id) == run_id, col(Run.status) == "resumed", self._unnamed(run_id))
+            .values(status="failed", error=error, finished_at=now)
         )
         return bool(done.rowcount == 1)
 

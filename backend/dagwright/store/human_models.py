@@ -29,7 +29,9 @@ class HumanRequest(SQLModel, table=True):
     message: str = Field(sa_column=Column(Text, nullable=False))  # the rendered template
     # The form: {"fields": [{name, type, label, required, default}], "choices": [...]}.
     form: dict[str, Any] = Field(sa_column=Column(JSON, nullable=False))
-    status: str = Field(default="waiting", index=True, max_length=16)  # waiting|answered|expired
+    status: str = Field(
+        default="waiting", index=True, max_length=16
+    )  # waiting|answered|expired|cancelled
     answer: dict[str, Any] | None = Field(default=None, sa_column=Column(JSON, nullable=True))
     choice: str | None = Field(default=None, max_length=200)  # the branch taken
     # The signed link's token (`/api/v1/human/links/{token}`): whoever has it may answer.
