@@ -20,7 +20,7 @@ import json
 import os
 import random
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -192,6 +192,24 @@ def _json_object(body: bytes | str) -> dict[str, Any]:
     if not isinstance(data, dict):
         raise _MalformedAnswer(f"a JSON {type(data).__name__}, not an object")
     return data
+
+
+async def _sse_data(chunks: AsyncIterator[bytes]) -> AsyncIterator[bytes]:
+    """The `data:` fields of a server-sent event stream, as bytes. Split here rather than by
+    the response's aiter_lines, whose text decoding and line splitting cost about a fifth
+    of a streamed call's CPU (the charset looked up in the headers for every chunk); JSON
+    reads the UTF-8 bytes itself. Lines end with LF, CRLF or CR, as the SSE format has it."""
+    rest = b""
+    async for chunk in chunks:
+        if b"\r" in chunk:  # a CRLF split between two chunks makes an empty line: skipped
+            chunk = chunk.replace(b"\r\n", b"\n").replace(b"\r", b"\n")
+        lines = (rest + chunk).split(b"\n")
+        rest = lines.pop()
+        for line in lines:
+            if line.startswith(b"data:"):
+                yield line[5:].strip()
+    if rest.startswith(b"data:"):
+        yield rest[5:].strip()
 
 
 @dataclass(slots=True)
@@ -391,11 +409,8 @@ class LLMGateway:
             options={"headers": {RAW_RESPONSE_HEADER: "stream"}},
         )
         try:
-            async for line in response.aiter_lines():
-                if not line.startswith("data:"):
-                    continue
-                data = line[5:].strip()
-                if data == "[DONE]":
+            async for data in _sse_data(response.aiter_bytes()):
+                if data == b"[DONE]":
                     continue
                 event = _json_object(data)
                 if "error" in event:
