@@ -14,6 +14,9 @@ run waits between being queued and a worker starting it (p50/p99).
 Every process shares the machine's cores (2 here) with PostgreSQL and the load generator:
 a second worker adds executors, not cores.
 
+Beside each rate, the CPU milliseconds per run of the API process and of the workers (from
+/proc): the rates move with whatever else runs on the machine, the CPU a run costs much less.
+
 Goals: 1 worker at least 100 runs/s; 2 workers at least as fast as 1; enqueue-to-start
 p50 under 50 ms and p99 under 500 ms at a rate the workers keep up with.
 Run: .venv/bin/python benchmarks/queue_throughput.py [--runs 500]
@@ -129,14 +132,29 @@ def count_finished(db: Engine, run_ids: list[str]) -> int:
         )
 
 
-def measure(base: str, key: str, db: Engine, runs: int) -> tuple[float, list[float]]:
-    """Runs/s from the first call to the last run finished, and each run's wait from
-    queued to started (empty when the runs were not queued)."""
+def cpu_seconds(process: subprocess.Popen[bytes]) -> float:
+    """The CPU time (user + system, all threads) a child process has used so far."""
+    fields = Path(f"/proc/{process.pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def measure(
+    base: str, key: str, db: Engine, runs: int, processes: dict[str, list[subprocess.Popen[bytes]]]
+) -> tuple[float, list[float], dict[str, float]]:
+    """Runs/s from the first call to the last run finished, each run's wait from queued to
+    started (empty when the runs were not queued), and the CPU milliseconds per run each
+    kind of process (api, workers) used: unlike the rate, barely moved by other load on
+    the machine."""
+    before = {kind: sum(map(cpu_seconds, group)) for kind, group in processes.items()}
     started = time.perf_counter()
     run_ids = asyncio.run(call_all(base, key, runs))
     while count_finished(db, run_ids) < len(run_ids):
         time.sleep(0.02)
     elapsed = time.perf_counter() - started
+    cpu = {
+        kind: (sum(map(cpu_seconds, group)) - before[kind]) * 1000 / len(run_ids)
+        for kind, group in processes.items()
+    }
     with db.connect() as conn:
         waits = conn.execute(
             text(
@@ -146,7 +164,7 @@ def measure(base: str, key: str, db: Engine, runs: int) -> tuple[float, list[flo
             {"ids": run_ids},
         ).scalars()
         latencies = sorted(float(w) for w in waits)
-    return len(run_ids) / elapsed, latencies
+    return len(run_ids) / elapsed, latencies, cpu
 
 
 def paced_waits(base: str, key: str, db: Engine, count: int, interval: float) -> list[float]:
@@ -205,8 +223,8 @@ def main() -> None:
             admin.post("/api/v1/apps/hello/publish", json={"version_id": version["id"]})
             key = admin.post("/api/v1/apps/hello/keys", json={"name": "bench"}).json()["key"]
             admin.close()
-            measure(base, key, db, 100)  # warm-up
-            baseline, _ = measure(base, key, db, options.runs)
+            measure(base, key, db, 100, {})  # warm-up
+            baseline, _, baseline_cpu = measure(base, key, db, options.runs, {"api": [server]})
             print(f"baseline measured: {baseline:.1f} runs/s", flush=True)
             stop(server)
             server = launch(["serve", "--port", str(port)], queued, folder / "api")
@@ -216,9 +234,10 @@ def main() -> None:
             for count in (1, 2):
                 workers.append(launch(["worker"], queued, folder / f"worker-{count}"))
                 time.sleep(8)  # the new worker imports and registers
-                measure(base, key, db, 100)  # warm-up
-                rate, _ = measure(base, key, db, options.runs)
-                results[count] = (rate, paced_waits(base, key, db, 60, PACE))
+                measure(base, key, db, 100, {})  # warm-up
+                processes = {"api": [server], "workers": workers}
+                rate, _, cpu = measure(base, key, db, options.runs, processes)
+                results[count] = (rate, paced_waits(base, key, db, 60, PACE), cpu)
                 print(f"{count} worker(s) measured: {rate:.1f} runs/s", flush=True)
             for worker in workers:
                 stop(worker)
@@ -226,8 +245,11 @@ def main() -> None:
             stop(server)
             db.dispose()
     print(f"{options.runs} async published runs (hello.json), {CLIENTS} concurrent clients")
-    print(f"baseline, in the API process (no queue): {baseline:7.1f} runs/s")
-    for count, (rate, waits) in results.items():
+    print(
+        f"baseline, in the API process (no queue): {baseline:7.1f} runs/s  "
+        f"CPU per run: api {baseline_cpu['api']:.2f} ms"
+    )
+    for count, (rate, waits, cpu) in results.items():
         goal = GOAL_ONE_WORKER if count == 1 else results[1][0]
         p50, p99 = percentile(waits, 0.5), percentile(waits, 0.99)
         print(
@@ -235,7 +257,10 @@ def main() -> None:
             f"{rate / baseline:.2f}x baseline)  enqueue->start at 1 call/{PACE:g}s: "
             f"p50 {p50 * 1000:6.1f} ms "
             f"(goal < {GOAL_P50 * 1000:.0f})  p99 {p99 * 1000:6.1f} ms "
-            f"(goal < {GOAL_P99 * 1000:.0f})  [{len(waits)} runs]"
+            f"(goal < {GOAL_P99 * 1000:.0f})  [{len(waits)} runs]  CPU per run: "
+            f"api {cpu['api']:.2f} ms + workers {cpu['workers']:.2f} ms "
+            f"({(cpu['api'] + cpu['workers']) / baseline_cpu['api']:.2f}x baseline; "
+            "PostgreSQL's not counted)"
         )
     print(f"logs in {folder}")
 
