@@ -258,6 +258,16 @@ class AppService:
                 node["position"] = {"x": position["x"], "y": position["y"]}
         return flow
 
+    def compiled_version(self, app_id: str, version_id: str) -> CompiledFlow:
+        """The compiled flow of a version by its id: once compiled, from the cache without
+        reading the database (a worker starts every queued run with it)."""
+        with self._compiled_lock:
+            found = self._compiled.get(version_id)
+            if found is not None:
+                self._compiled.move_to_end(version_id)
+                return found
+        return self.compiled(self.get_version(app_id, version_id))
+
     def compiled(self, version: Version) -> CompiledFlow:
         """The version's compiled flow, compiled once per version (versions never change)."""
         with self._compiled_lock:

@@ -23,7 +23,8 @@ from dagwright.errors import ConflictError, DagwrightError, InputError
 from dagwright.runtime.plan import CompiledFlow
 from dagwright.services.apps import AppService
 from dagwright.services.evaluations import EvaluationService
-from dagwright.services.runs.records import NodeRecord, RunRecord, reusable
+from dagwright.services.runs.recorder import LiveRun
+from dagwright.services.runs.records import NodeRecord, reusable
 from dagwright.services.runs.service import RunService
 from dagwright.store.models import FINAL_STATUSES
 
@@ -96,11 +97,50 @@ class DurableRunner:
         return finished.status
 
     async def execute(
-        self, run_id: str, job_id: int, inputs: Mapping[str, Any], deadline: float | None
+        self,
+        run_id: str,
+        job_id: int,
+        inputs: Mapping[str, Any],
+        deadline: float | None,
+        *,
+        first_attempt: bool = False,
     ) -> str:
         """Run (or resume) the queued run until its final state is recorded; returns that
         status. A run that is already final (a job retried after its run ended) is left
-        as it is."""
+        as it is. On its job's first attempt nobody has run it yet: there is nothing
+        recorded to reuse or refuse, and its row is not read before it is claimed."""
+        start = self._start_fresh if first_attempt else self._start_again
+        started = await start(run_id, job_id, inputs, deadline)
+        if isinstance(started, str):
+            return started
+        try:
+            return (await started.wait()).status
+        except asyncio.CancelledError:
+            # The worker is stopping and its grace period is over: the run goes back to the
+            # queue with what it recorded, for another worker to resume (worker.py).
+            status = await self.runs.hand_over(started)
+            log.info("run %s handed back to the queue (%s)", run_id, status)
+            raise
+
+    async def _start_fresh(
+        self, run_id: str, job_id: int, inputs: Mapping[str, Any], deadline: float | None
+    ) -> LiveRun | str:
+        """Claim and start a run nobody ran; its status when it could not start."""
+        row = await self.runs.claim(run_id, job_id)
+        if row is None:  # cancelled before a worker took it
+            return (await asyncio.to_thread(self.runs.get, run_id)).status
+        try:
+            plan = await asyncio.to_thread(self._plan, run_id, row["app_id"], row["version_id"])
+        except DagwrightError as exc:  # its app or version is gone: the run cannot start
+            await self.runs.close_queued(run_id, "failed", "start_failed", exc.message)
+            return "failed"
+        return self.runs.start_claimed(plan, row, inputs, reuse={}, deadline=deadline)
+
+    async def _start_again(
+        self, run_id: str, job_id: int, inputs: Mapping[str, Any], deadline: float | None
+    ) -> LiveRun | str:
+        """Resume a run from what it recorded, after its job was taken up again (its worker
+        stopped or died); its status when it does not run (again)."""
         record = await asyncio.to_thread(self.runs.get, run_id)
         if record.status in FINAL_STATUSES:
             return record.status
@@ -116,7 +156,7 @@ class DurableRunner:
             await self.runs.close_queued(run_id, "failed", NOT_RETRYABLE, message, begun.node)
             return "failed"
         try:
-            plan = await asyncio.to_thread(self._plan, record)
+            plan = await asyncio.to_thread(self._plan, run_id, record.app_id, record.version_id)
         except DagwrightError as exc:  # its app or version is gone: the run cannot start
             await self.runs.close_queued(run_id, "failed", "start_failed", exc.message)
             return "failed"
@@ -128,16 +168,9 @@ class DurableRunner:
         )
         if live is None:  # finished or cancelled meanwhile
             return (await asyncio.to_thread(self.runs.get, run_id)).status
-        try:
-            return (await live.wait()).status
-        except asyncio.CancelledError:
-            # The worker is stopping and its grace period is over: the run goes back to the
-            # queue with what it recorded, for another worker to resume (worker.py).
-            handed = await self.runs.hand_over(live)
-            log.info("run %s handed back to the queue (%s)", run_id, handed)
-            raise
+        return live
 
-    def _plan(self, record: RunRecord) -> CompiledFlow:
-        if record.app_id is None or record.version_id is None:
-            raise InputError(f"run {record.id} names no app version: it cannot be queued")
-        return self.apps.compiled(self.apps.get_version(record.app_id, record.version_id))
+    def _plan(self, run_id: str, app_id: str | None, version_id: str | None) -> CompiledFlow:
+        if app_id is None or version_id is None:
+            raise InputError(f"run {run_id} names no app version: it cannot be queued")
+        return self.apps.compiled_version(app_id, version_id)

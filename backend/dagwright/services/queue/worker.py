@@ -75,8 +75,11 @@ def worker_app(
     async def run(
         context: JobContext, run_id: str, inputs: dict[str, Any], deadline: float | None
     ) -> str:
-        assert context.job.id is not None  # a fetched job has its id
-        return await runner.execute(run_id, context.job.id, inputs, deadline)
+        job = context.job
+        assert job.id is not None  # a fetched job has its id
+        return await runner.execute(
+            run_id, job.id, inputs, deadline, first_attempt=job.attempts == 0
+        )
 
     @app.task(name=EVALUATION_TASK, queue=QUEUE, retry=hand_over)
     async def evaluate(evaluation_id: str, concurrency: int) -> str:

@@ -277,6 +277,14 @@ class RunService:
         process's (its lease) and starts, passing on the outputs in `reuse` (recorded by an
         earlier attempt, and not written again). None when the run is no longer queued or
         running (it finished, or was cancelled, meanwhile)."""
+        row = await self.claim(run_id, job_id)
+        if row is None:
+            return None
+        return self.start_claimed(plan, row, inputs, reuse=reuse, deadline=deadline)
+
+    async def claim(self, run_id: str, job_id: int) -> dict[str, Any] | None:
+        """Make a queued run (or one whose worker died) this process's, "running"; returns
+        its row, or None when it is no longer queued or running."""
         now = utcnow()
         taken: list[dict[str, Any]] = []
 
@@ -297,10 +305,20 @@ class RunService:
 
         await self._ready()
         await asyncio.wrap_future(self.writer.call(take))
-        if not taken:
-            return None
-        run = self._start_recorded(plan, inputs, run_id, reuse, deadline)
-        live = LiveRun(run, taken[0], resumed=bool(reuse))
+        return taken[0] if taken else None
+
+    def start_claimed(
+        self,
+        plan: CompiledFlow,
+        row: dict[str, Any],
+        inputs: Mapping[str, Any],
+        *,
+        reuse: Mapping[str, ReusedOutput],
+        deadline: float | None = None,
+    ) -> LiveRun:
+        """Start a run claimed by `claim` (its row), passing on the outputs in `reuse`."""
+        run = self._start_recorded(plan, inputs, str(row["id"]), reuse, deadline)
+        live = LiveRun(run, row, resumed=bool(reuse))
         self._follow(live)
         return live
 
