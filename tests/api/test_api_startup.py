@@ -29,7 +29,7 @@ def closed_port() -> int:
 
 
 def test_every_route_answers_once_the_health_check_has(tmp_path: Path) -> None:
-    server = ServerProcess(tmp_path / "data", "two-step").start()  # health answered
+    server = ServerProcess(tmp_path / "data", "two-step").start(started=False)  # health only
     try:
         with httpx.Client(base_url=server.base_url, timeout=30.0) as client:
             # Asked at once: each waits for the rest of start-up, none fails for it.

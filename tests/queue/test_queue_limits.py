@@ -27,6 +27,9 @@ def server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[LiveServ
     monkeypatch.setenv("DAGWRIGHT_QUEUE_APP_LIMIT", "2")
     monkeypatch.setenv("DAGWRIGHT_QUEUE_MAX_DEPTH", "3")
     with live_server("postgresql", tmp_path) as running:
+        # The health check answers before start-up is done; any other route waits for it,
+        # and with it for the queue's tables (the priority test defers without the API).
+        assert running.api.http.get("/api/v1/apps").status_code == 200
         yield running
 
 

@@ -478,7 +478,8 @@ class ServerProcess(ChildProcess):
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 120.0) -> ServerProcess:
+    def start(self, timeout: float = 120.0, *, started: bool = True) -> ServerProcess:
+        """Until the health check answers and (`started`) start-up is done."""
         self.launch("serve", "--port", str(self.port))
         assert self.process is not None
         deadline = time.monotonic() + timeout
@@ -489,6 +490,8 @@ class ServerProcess(ChildProcess):
                 response = httpx.get(f"{self.base_url}/api/v1/health", timeout=1.0)
                 if response.status_code == 200:
                     assert response.json()["replica"] == self.replica
+                    if started:
+                        self._until_started(deadline)
                     return self
             except httpx.TransportError:
                 pass
@@ -496,6 +499,17 @@ class ServerProcess(ChildProcess):
                 self.kill()
                 raise RuntimeError(f"the server did not answer in {timeout}s: {self.output()}")
             time.sleep(0.05)
+
+    def _until_started(self, deadline: float) -> None:
+        """The health check answers as soon as the server listens; every other route waits
+        for start-up (migrations, the queue's tables, the services) and answers 503 if it
+        failed. Any answer of one of them but 503 says start-up is done."""
+        response = httpx.get(
+            f"{self.base_url}/api/v1/apps", timeout=max(1.0, deadline - time.monotonic())
+        )
+        if response.status_code == 503:
+            self.kill()
+            raise RuntimeError(f"the server's start-up failed: {self.output()}")
 
     def api(self, admin_token: str | None = None) -> Api:
         return Api(self.base_url, admin_token)
