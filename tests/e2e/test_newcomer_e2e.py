@@ -222,6 +222,51 @@ def test_a_half_built_flow_is_kept_on_the_server(
         other.close()
 
 
+def test_a_save_or_a_discard_drops_the_draft_with_one_delete(
+    page: Page, server: LiveServer
+) -> None:
+    """The editor drops the server's draft once per save (it sent two DELETEs) and once per
+    discard, and the draft is gone after either."""
+    make_app(server, "once", echo_flow())
+    draft_url = f"{server.base_url}/api/v1/apps/once/draft"
+    deletes: list[str] = []
+    page.context.on(
+        "request",
+        lambda r: deletes.append(r.url) if r.method == "DELETE" and r.url == draft_url else None,
+    )
+    page.on("dialog", lambda d: d.accept())
+
+    def edit_and_wait_for_the_autosave(text: str) -> None:
+        page.get_by_test_id("node-t").click()
+        with page.expect_response(lambda r: r.request.method == "PUT" and r.url == draft_url):
+            page.get_by_test_id("config-template").fill(text)
+        assert httpx.get(draft_url).status_code == 200
+
+    page.goto("/#/apps/once")
+    edit_and_wait_for_the_autosave("you wrote {{ x }}")
+    page.get_by_test_id("save").click()
+    with page.expect_response(lambda r: r.request.method == "DELETE" and r.url == draft_url):
+        page.get_by_test_id("save-confirm").click()
+    expect(page.get_by_test_id("version-label")).to_have_text("v2")
+    expect(page.get_by_test_id("unsaved")).to_have_count(0)
+    assert deletes == [draft_url]
+    assert httpx.get(draft_url).status_code == 404
+
+    # Discard: the draft, restored in another tab, is thrown away there.
+    deletes.clear()
+    edit_and_wait_for_the_autosave("you typed {{ x }}")
+    other = page.context.new_page()
+    other.on("dialog", lambda d: d.accept())
+    other.goto("/#/apps/once")
+    expect(other.get_by_test_id("draft-notice")).to_be_visible()
+    with other.expect_response(lambda r: r.request.method == "DELETE" and r.url == draft_url):
+        other.get_by_test_id("discard-draft").click()
+    expect(other.get_by_test_id("draft-notice")).to_have_count(0)
+    expect(other.get_by_test_id("unsaved")).to_have_count(0)
+    assert deletes == [draft_url]
+    assert httpx.get(draft_url).status_code == 404
+
+
 def test_publish_offers_to_save_the_canvas_first_with_its_diff(
     page: Page, server: LiveServer
 ) -> None:

@@ -117,14 +117,8 @@ export function EditorPage({ slug, version }: { slug: string; version: number | 
     },
     [slug, version],
   );
-  const onDiscardDraft = useCallback(
-    (base: BaseVersion | null) => {
-      clearDraft(slug);
-      dropServerDraft(slug);
-      setRequest(bump(base?.number ?? null, "never"));
-    },
-    [slug],
-  );
+  // The editor's useDrafts has dropped the draft: reopen the version it grew from.
+  const onDiscardDraft = useCallback((base: BaseVersion | null) => setRequest(bump(base?.number ?? null, "never")), []);
   const onRestorePending = useCallback(() => setRequest((r) => bump(r?.version ?? null, "force")(r)), []);
   const onAppChange = useCallback((app: AppOut) => setLoaded((l) => (l ? { ...l, app } : l)), []);
 

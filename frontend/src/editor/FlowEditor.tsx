@@ -11,7 +11,7 @@ import { DebugPanel } from "../debug/DebugPanel";
 import type { AppOut, FlowDocument, NodeRunState, VersionOut } from "../api/types";
 import { BlocksContext } from "./BlockNode";
 import { DecorationContext, DecorationStore } from "./decorations";
-import { type Draft, clearDraft } from "./draft";
+import type { Draft } from "./draft";
 import { type EditorEdge, type EditorNode, graphToFlow } from "./graph";
 import { useCanvas } from "./hooks/useCanvas";
 import { useCommands, useShortcuts } from "./hooks/useCommands";
@@ -33,7 +33,6 @@ import { type SideTab, SidePanel } from "./parts/SidePanel";
 import { TopBar } from "./parts/TopBar";
 import { PublishDialog } from "./PublishDialog";
 import { PublishPrepare } from "./PublishPrepare";
-import { dropServerDraft } from "./serverDraft";
 import type { Registry } from "./registry";
 import { exampleInputs } from "./snippets";
 import { VersionsPanel } from "./VersionsPanel";
@@ -49,6 +48,7 @@ interface Props {
   restored: Draft | null;
   pendingDraft: Draft | null;
   onRestorePending: () => void;
+  /** The draft is dropped: reopen `base` as it was saved. */
   onDiscardDraft: (base: BaseVersion | null) => void;
   onSaved: (version: VersionOut, flow: FlowDocument) => void;
   onOpenVersion: (number: number) => void;
@@ -68,7 +68,7 @@ export function FlowEditor(props: Props) {
   const { graph, graphRef, revision } = editor;
   const doc = useFlowDocument({ edited: editor.edited, initialFlow: props.initialFlow, initialGraph: initial, base, slug: app.slug, blocks });
   const { flow, meta, metaRef, dirty, baseVersion } = doc;
-  const { draftNotice, setDraftNotice } = useDrafts({ slug: app.slug, flow, dirty, dirtyRef: doc.dirtyRef, baseVersion, revision, restored: props.restored });
+  const { draftNotice, setDraftNotice, discardDraft } = useDrafts({ slug: app.slug, flow, dirty, dirtyRef: doc.dirtyRef, baseVersion, revision, restored: props.restored });
   const [initialNodeIds] = useState(() => initial.nodes.map((n) => n.id));
   const validation = useValidation({ flow, revision, initialNodeIds, decorations });
   const { problems, touch, validate } = validation;
@@ -112,14 +112,12 @@ export function FlowEditor(props: Props) {
   const { versionsChanged } = publishing;
   const onSavedVersion = useCallback(
     (v: VersionOut, saved: FlowDocument) => {
-      markSaved(v, saved);
-      clearDraft(app.slug);
-      dropServerDraft(app.slug);
+      markSaved(v, saved); // no longer dirty: useDrafts drops the draft
       setDraftNotice(null);
       versionsChanged();
       onSaved(v, saved);
     },
-    [app.slug, markSaved, onSaved, setDraftNotice, versionsChanged],
+    [markSaved, onSaved, setDraftNotice, versionsChanged],
   );
 
   useShortcuts({
@@ -154,7 +152,7 @@ export function FlowEditor(props: Props) {
   const onDiscardDraft = () => {
     if (!window.confirm("Discard the unsaved changes?")) return;
     doc.forgetChanges();
-    clearDraft(app.slug);
+    discardDraft();
     props.onDiscardDraft(base);
   };
 
