@@ -18,7 +18,9 @@ human_app = typer.Typer(help="Runs waiting for a person: list and answer.", no_a
 
 @human_app.command("list")
 def list_(
-    status: Annotated[str, typer.Option(help="waiting, answered, expired or all.")] = "waiting",
+    status: Annotated[
+        str, typer.Option(help="waiting, answered, expired, cancelled or all.")
+    ] = "waiting",
     offset: Annotated[int, typer.Option(min=0, help="Requests to skip.")] = 0,
     limit: Annotated[
         int, typer.Option(min=1, max=MAX_LIMIT, help="Requests per page.")
