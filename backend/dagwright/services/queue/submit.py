@@ -6,9 +6,9 @@ from __future__ import annotations
 import asyncio
 import functools
 from collections.abc import Callable, Mapping
-from typing import Any
+from typing import Any, Final
 
-from sqlalchemy import Connection, func, select
+from sqlalchemy import Connection, bindparam, func, select
 
 from dagwright.errors import RetryLaterError
 from dagwright.runtime.plan import CompiledFlow
@@ -24,6 +24,13 @@ from dagwright.services.queue.settings import QueueSettings
 from dagwright.services.runs.replicas import ACTIVE_STATUSES
 from dagwright.services.runs.service import RunService
 from dagwright.services.runs.writer import RUNS
+
+# Queue runs waiting, and queue runs of one app waiting or running: built once (the app as a
+# parameter), so each submit reuses the compiled statement.
+_ROOM: Final = select(
+    func.count().filter(RUNS.c.status == "queued"),
+    func.count().filter(RUNS.c.app_id == bindparam("app_id")),
+).where(RUNS.c.job_id.is_not(None), RUNS.c.status.in_(ACTIVE_STATUSES))
 
 
 class QueueFullError(RetryLaterError):
@@ -80,13 +87,8 @@ class RunQueue:
         return functools.partial(defer_conversation, self._app, conversation_id=conversation_id)
 
     def _check_room(self, app_id: str) -> None:
-        active = (RUNS.c.job_id.is_not(None), RUNS.c.status.in_(ACTIVE_STATUSES))
-        query = select(
-            func.count().filter(RUNS.c.status == "queued"),
-            func.count().filter(RUNS.c.app_id == app_id),
-        ).where(*active)
         with self.runs.engine.connect() as conn:
-            queued, of_app = conn.execute(query).one()
+            queued, of_app = conn.execute(_ROOM, {"app_id": app_id}).one()
         wait = self.settings.retry_after
         if queued >= self.settings.max_depth:
             raise QueueFullError(
