@@ -339,3 +339,18 @@ async def test_the_sweep_fails_a_run_that_can_never_go_on(s: Services) -> None:
     assert failed.error["node"] == "approve"
     assert "'nope'" in failed.error["message"]
     assert await s.human.resume_settled() == []
+
+
+async def test_a_run_that_paused_after_a_cancel_was_asked_is_cancelled(s: Services) -> None:
+    """The cancel was recorded while the run ran on another replica, which no longer saw it
+    once the run paused: the sweep ends it."""
+    paused = await paused_app_run(s, "asked-to-stop", review())
+    [request] = s.requests(paused.id)
+    with s.engine.begin() as connection:
+        connection.execute(
+            update(RUNS).where(RUNS.c.id == paused.id).values(cancel_requested_at=utcnow())
+        )
+    assert await s.human.close_cancelled() == 1
+    cancelled = await asyncio.to_thread(s.runs.get, paused.id)
+    assert cancelled.status == "cancelled"
+    assert s.human.get(request.id).status == "cancelled"

@@ -52,7 +52,7 @@ from dagwright.runtime.plan import CompiledFlow
 from dagwright.services.apps import AppService
 from dagwright.services.runs.recorder import LiveRun
 from dagwright.services.runs.records import reusable
-from dagwright.services.runs.service import RunService
+from dagwright.services.runs.service import CANCEL_REASON, RunService
 from dagwright.store.db import session
 from dagwright.store.human import HumanRequestRepository
 from dagwright.store.human_models import HumanRequest
@@ -467,7 +467,11 @@ class HumanService:
         return await self._resume_if_ready(run_id, node)
 
     async def close_cancelled(self) -> int:
-        """Close (`cancelled`) the waiting requests of cancelled runs; how many."""
+        """Close (`cancelled`) the waiting requests of cancelled runs; how many. A run that
+        paused after a cancel was asked of it (it ran on another replica, which lost it from
+        sight when it paused) is cancelled first."""
+        error = {"code": "cancelled", "message": CANCEL_REASON, "node": None}
+        await self._write(lambda store: store.cancel_paused(error, utcnow()))
         return await self._write(lambda store: store.close_cancelled(CANCELLED))
 
     def start(self) -> None:

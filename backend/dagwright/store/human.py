@@ -79,6 +79,15 @@ class HumanRequestRepository:
         )
         return bool(done.rowcount == 1)
 
+    def cancel_paused(self, error: dict[str, Any], now: datetime) -> int:
+        """Ends as cancelled (with `error`) the paused runs a cancel was asked of; how many."""
+        done = self._db.exec(
+            update(Run)
+            .where(col(Run.status) == "waiting", col(Run.cancel_requested_at).is_not(None))
+            .values(status="cancelled", error=error, finished_at=now)
+        )
+        return int(done.rowcount)
+
     def close_cancelled(self, status: str) -> int:
         """Moves the waiting requests of cancelled runs to `status`; how many."""
         # Each waiting request looks its run up by key: every replica asks every second.
