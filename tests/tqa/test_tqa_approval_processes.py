@@ -80,9 +80,12 @@ def ask_async(api: Api, question: str) -> str:
 
 def approval_of(api: Api, conversation_id: str) -> dict[str, Any]:
     """The waiting request of the conversation, from the one list of human requests."""
-    items = api.http.get("/api/v1/human/requests", params={"limit": 100}).json()["items"]
-    [found] = [r for r in items if r.get("conversation_id") == conversation_id]
-    return found
+    every = api.http.get("/api/v1/human/requests", params={"limit": 100}).json()["items"]
+    assert conversation_id in [r["conversation_id"] for r in every]
+    params = {"conversation_id": conversation_id}
+    [found] = api.http.get("/api/v1/human/requests", params=params).json()["items"]
+    assert found["conversation_id"] == conversation_id
+    return dict(found)
 
 
 def cli(server: ServerProcess, *args: str) -> str:

@@ -232,10 +232,14 @@ class HumanService:
         run_id: str | None = None,
         offset: int = 0,
         limit: int = DEFAULT_LIMIT,
+        conversation_id: str | None = None,
     ) -> Page[HumanRequest]:
         """Oldest first, one page (store/paging.py's policy)."""
         at = window(offset, limit)
-        return _read(self.engine, lambda store: store.listing(status, app_id, run_id, at))
+        return _read(
+            self.engine,
+            lambda store: store.listing(status, app_id, run_id, at, conversation_id),
+        )
 
     def get(self, request_id: str) -> HumanRequest:
         return _read(self.engine, lambda store: store.find(request_id))

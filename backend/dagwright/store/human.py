@@ -43,7 +43,12 @@ class HumanRequestRepository:
         return found
 
     def listing(
-        self, status: str | None, app_id: str | None, run_id: str | None, at: Window
+        self,
+        status: str | None,
+        app_id: str | None,
+        run_id: str | None,
+        at: Window,
+        conversation_id: str | None = None,
     ) -> Page[HumanRequest]:
         """Oldest first (the id breaks ties, so pages neither repeat nor skip a request)."""
         query = select(HumanRequest).order_by(col(HumanRequest.created_at), col(HumanRequest.id))
@@ -53,6 +58,8 @@ class HumanRequestRepository:
             query = query.where(HumanRequest.app_id == app_id)
         if run_id is not None:
             query = query.where(HumanRequest.run_id == run_id)
+        if conversation_id is not None:
+            query = query.where(HumanRequest.conversation_id == conversation_id)
         return fetch_page(self._db, query, at)
 
     def claim(self, request_id: str, status: str, answer: dict[str, Any], choice: str) -> bool:

@@ -783,7 +783,8 @@ export interface paths {
         /**
          * List Requests
          * @description Requests, oldest first: by default those still waiting (the "waiting for you" list);
-         *     `status=answered`, `expired`, or empty for all; `run_id`: one run's (the debug panel's).
+         *     `status=answered`, `expired`, or empty for all; `run_id`: one run's (the debug panel's);
+         *     `conversation_id`: one AutoTQA conversation's tool-call approvals (its page's).
          */
         get: operations["list_requests_api_v1_human_requests_get"];
         put?: never;
@@ -4642,6 +4643,7 @@ export interface operations {
                 status?: string | null;
                 app_id?: string | null;
                 run_id?: string | null;
+                conversation_id?: string | null;
                 /** @description Items to skip. */
                 offset?: number;
                 /** @description Items per page. */

@@ -4,6 +4,7 @@
 
 import { useState } from "react";
 import { ApiError } from "../api/transport";
+import { ApprovalDetails } from "./ApprovalDetails";
 import { fieldValue, humanApi, type Answered, type FormField, type HumanRequest } from "./api";
 
 export function RequestForm({
@@ -35,10 +36,14 @@ export function RequestForm({
   return (
     <section className="eval-box" aria-label={`Request ${request.id}`} data-testid={`human-request-${request.node}`}>
       <p className="human-message">{request.message}</p>
-      <p className="muted">
-        run <code>{request.run_id}</code>, node <code>{request.node}</code>
-        {request.expires_at && <> — answer before {new Date(request.expires_at).toLocaleString()}</>}
-      </p>
+      {request.form.approval ? (
+        <ApprovalDetails approval={request.form.approval} />
+      ) : (
+        <p className="muted">
+          run <code>{request.run_id}</code>, node <code>{request.node}</code>
+          {request.expires_at && <> — answer before {new Date(request.expires_at).toLocaleString()}</>}
+        </p>
+      )}
       {request.form.fields.map((field) => (
         <FieldInput
           key={field.name}

@@ -13,14 +13,29 @@ export interface FormField {
   default: unknown;
 }
 
+/** What an AutoTQA tool call that needs approval will run (tqa/approvals.py). */
+export interface ToolApproval {
+  conversation_id: string;
+  question: string;
+  turn: number;
+  tool: string;
+  app: string;
+  role: string | null;
+  input: unknown;
+  sql?: string;
+  code?: string;
+}
+
 export interface HumanRequest {
   id: string;
-  run_id: string;
+  /** The paused run; null for an AutoTQA conversation's tool-call approval. */
+  run_id: string | null;
+  conversation_id?: string | null;
   app_id: string | null;
   node: string;
   message: string;
-  form: { fields: FormField[]; choices: string[] };
-  status: "waiting" | "answered" | "expired";
+  form: { fields: FormField[]; choices: string[]; approval?: ToolApproval };
+  status: "waiting" | "answered" | "expired" | "cancelled";
   choice: string | null;
   resumed_run_id: string | null;
   expires_at: string | null;
@@ -56,6 +71,8 @@ export interface Answered {
   run_id: string | null;
   status: "running" | "waiting";
   waiting_for?: number;
+  /** An approval's answer: the AutoTQA conversation that goes on. */
+  conversation_id?: string;
 }
 
 const REQUESTS = "/api/v1/human/requests";
@@ -77,6 +94,11 @@ export const humanApi = {
       if (page.items.length === 0 || items.length >= page.total) return items;
     }
   },
+  /** The approvals an AutoTQA conversation waits on (one at a time, in practice). */
+  ofConversation: (conversationId: string) =>
+    request<Page<HumanRequest>>("GET", `${REQUESTS}?${new URLSearchParams({ conversation_id: conversationId, limit: "20" })}`).then(
+      (page) => page.items,
+    ),
   /** `flow`: for a debug run of an unsaved flow, the canvas's flow to go on with. */
   answer: (id: string, values: Record<string, unknown>, choice: string | null, flow?: unknown) =>
     request<Answered>("POST", `${REQUESTS}/${encodeURIComponent(id)}/answer`, {

@@ -8,6 +8,7 @@ import { navigate, setLeaveGuard } from "../router";
 import { describeError } from "../ui/toast";
 import { askStream, tqaApi } from "./api";
 import { conversationReducer, initialConversation, statusText } from "./conversation";
+import { ApprovalWait } from "./ApprovalWait";
 import { ConversationView, ScriptedLabel } from "./ConversationView";
 import { DatasetsPanel } from "./DatasetsPanel";
 import { SchemaBrowser } from "./SchemaBrowser";
@@ -61,7 +62,8 @@ export function TqaPage({ conversationId }: { conversationId: string | null }) {
           if (cancelled) return;
           setLoading(false);
           dispatch({ type: "loaded", conversation });
-          if (conversation.status === "running") timer = setTimeout(() => load(false), Math.min(5000, POLL_MS * 1.25 ** polls++));
+          // A waiting conversation is read again too: someone may approve it elsewhere.
+          if (conversation.status === "running" || conversation.status === "waiting") timer = setTimeout(() => load(false), Math.min(5000, POLL_MS * 1.25 ** polls++));
         },
         (e: unknown) => {
           if (cancelled) return;
@@ -183,7 +185,12 @@ export function TqaPage({ conversationId }: { conversationId: string | null }) {
           )}
           {!editing && loading && !hasView && <p className="muted">Loading the conversation…</p>}
           {editing ? null : hasView && state.status !== "refused" ? (
-            <ConversationView state={state} />
+            <>
+              <ConversationView state={state} />
+              {state.status === "waiting" && state.id && (
+                <ApprovalWait key={state.turns.length} conversationId={state.id} onAnswered={() => setReload((r) => r + 1)} />
+              )}
+            </>
           ) : (
             !loading &&
             !loadError &&

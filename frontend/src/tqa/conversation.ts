@@ -172,6 +172,7 @@ export function schedulerText(choice: SchedulerChoice): string {
 
 const STATUS_TEXT: Record<string, string> = {
   running: "Running…",
+  waiting: "Waiting: a tool call needs a person's approval",
   completed: "Completed: answered",
   round_limit: "Round limit reached: no answer",
   failed: "Failed: no answer",

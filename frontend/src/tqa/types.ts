@@ -4,7 +4,7 @@
 export type AgentName = "User" | "Planner" | "Engineer" | "Executor" | "Critic" | string;
 export type SchedulerKind = "fsm" | "llm" | "rolling";
 /** `running` while a conversation goes on; the server's endings are the other three. */
-export type ConversationStatus = "running" | "completed" | "round_limit" | "failed" | string;
+export type ConversationStatus = "running" | "waiting" | "completed" | "round_limit" | "failed" | string;
 
 export interface TqaUsage {
   prompt_tokens?: number;

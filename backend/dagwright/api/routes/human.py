@@ -78,11 +78,19 @@ async def list_requests(
     status: str | None = "waiting",
     app_id: str | None = None,
     run_id: str | None = None,
+    conversation_id: str | None = None,
 ) -> Page[dict[str, Any]]:
     """Requests, oldest first: by default those still waiting (the "waiting for you" list);
-    `status=answered`, `expired`, or empty for all; `run_id`: one run's (the debug panel's)."""
+    `status=answered`, `expired`, or empty for all; `run_id`: one run's (the debug panel's);
+    `conversation_id`: one AutoTQA conversation's tool-call approvals (its page's)."""
     found = await asyncio.to_thread(
-        _service(request).requests, status or None, app_id, run_id, page.offset, page.limit
+        _service(request).requests,
+        status or None,
+        app_id,
+        run_id,
+        page.offset,
+        page.limit,
+        conversation_id,
     )
     return found.map(lambda r: request_body(r, with_link=True))
 
