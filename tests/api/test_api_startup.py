@@ -33,6 +33,9 @@ def test_every_route_answers_once_the_health_check_has(tmp_path: Path) -> None:
     try:
         with httpx.Client(base_url=server.base_url, timeout=30.0) as client:
             # Asked at once: each waits for the rest of start-up, none fails for it.
+            ready = client.get("/api/v1/ready")
+            assert ready.status_code == 200, ready.text
+            assert ready.json()["status"] == "ready"
             for path in ("/api/v1/sources", "/api/v1/apps", "/openapi.json"):
                 assert client.get(path).status_code == 200, path
     finally:
@@ -43,7 +46,7 @@ def test_a_failed_start_up_answers_503_naming_the_reason(tmp_path: Path) -> None
     url = f"postgresql+psycopg://dagwright@127.0.0.1:{closed_port()}/none"
     settings = ServerSettings(data_dir=tmp_path, database_url=url, replica="doomed")
     with server_environment(), serve_in_thread(settings) as base_url:
-        for path in ("/api/v1/apps", "/api/v1/health"):
+        for path in ("/api/v1/apps", "/api/v1/ready", "/api/v1/health"):
             response = httpx.get(f"{base_url}{path}", timeout=30.0)
             assert response.status_code == 503, (path, response.text)
             error = response.json()["error"]

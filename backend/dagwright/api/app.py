@@ -122,6 +122,13 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
     async def health() -> dict[str, str]:
         return {"status": "ok", "version": __version__, "replica": settings.replica}
 
+    @app.get("/api/v1/ready", include_in_schema=False)
+    async def ready() -> dict[str, str]:
+        # Held until start-up is done (503 if it failed, api/startup.py): what a deployment
+        # waits for before it sends work or starts workers; the health check answers as soon
+        # as the process listens.
+        return {"status": "ready", "version": __version__, "replica": settings.replica}
+
     if (EDITOR_DIST / "index.html").is_file():
         app.mount("/", StaticFiles(directory=EDITOR_DIST, html=True), name="editor")
     else:
