@@ -13,7 +13,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 from typing import Any, Final
 
-from sqlalchemy import Connection, Engine, func, insert, select, update
+from sqlalchemy import Connection, Engine, bindparam, func, insert, select, update
 
 from dagwright.errors import ConflictError, InputError, NotFoundError
 from dagwright.registry import Usage
@@ -286,22 +286,12 @@ class RunService:
     async def claim(self, run_id: str, job_id: int) -> dict[str, Any] | None:
         """Make a queued run (or one whose worker died) this process's, "running"; returns
         its row, or None when it is no longer queued or running."""
-        now = utcnow()
         taken: list[dict[str, Any]] = []
+        params = {"run": run_id, "lease": self.lease.id, "job": job_id, "now": utcnow()}
 
         def take(conn: Connection) -> None:
-            claimed = conn.execute(
-                update(RUNS)
-                .where(RUNS.c.id == run_id, RUNS.c.status.in_(ACTIVE_STATUSES))
-                .values(
-                    status="running",
-                    replica=self.lease.id,
-                    job_id=job_id,
-                    started_at=func.coalesce(RUNS.c.started_at, now),
-                )
-            ).rowcount
-            if claimed:
-                row = conn.execute(select(RUNS).where(RUNS.c.id == run_id)).mappings().one()
+            row = conn.execute(_CLAIM, params).mappings().first()
+            if row is not None:
                 taken.append(dict(row))
 
         await self._ready()
@@ -615,6 +605,18 @@ class RunService:
 
 
 _INSERT_RUN: Final = insert(RUNS)
+# A queue run taken by this process (queue mode, PostgreSQL: RETURNING), built once.
+_CLAIM: Final = (
+    update(RUNS)
+    .where(RUNS.c.id == bindparam("run"), RUNS.c.status.in_(ACTIVE_STATUSES))
+    .values(
+        status="running",
+        replica=bindparam("lease"),
+        job_id=bindparam("job"),
+        started_at=func.coalesce(RUNS.c.started_at, bindparam("now")),
+    )
+    .returning(*RUNS.c)
+)
 
 
 def _nothing(conn: Connection) -> None:
