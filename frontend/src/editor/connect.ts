@@ -24,9 +24,9 @@ export interface ConnectionCheck {
 function checkTypes(
   source: string,
   target: string,
-  matrix: TypesResponse["compatibility"] | null,
+  matrix: TypesResponse["compatibility"],
 ): { ok: boolean; compat: Compatibility | "unknown"; reason?: string } {
-  const compat = matrix?.[source]?.[target] ?? "unknown";
+  const compat = matrix[source]?.[target] ?? "unknown";
   if (compat === "no") return { ok: false, compat, reason: `${source} → ${target}: incompatible` };
   return { ok: true, compat };
 }
@@ -34,7 +34,7 @@ function checkTypes(
 export function checkConnection(
   graph: Graph,
   c: ConnectionLike,
-  matrix: TypesResponse["compatibility"] | null,
+  matrix: TypesResponse["compatibility"],
 ): ConnectionCheck {
   if (!c.source || !c.target) return { ok: false, reason: "not a port" };
   if (c.source === c.target) return { ok: false, reason: "a node cannot feed itself" };

@@ -50,7 +50,7 @@ describe("connection checks while dragging", () => {
     expect(checkConnection(g, { source: "split", sourceHandle: "output", target: "split", targetHandle: "text" }, typesResponse.compatibility).reason).toMatch(/itself/);
     expect(checkConnection(g, { source: "join", sourceHandle: "output", target: "split", targetHandle: "text" }, typesResponse.compatibility).reason).toMatch(/cycle/);
     expect(checkConnection(g, { source: "q", sourceHandle: "output", target: "split", targetHandle: "text" }, typesResponse.compatibility).reason).toBe("already connected");
-    expect(checkConnection(g, { source: "q", sourceHandle: "output", target: "tpl", targetHandle: "nope" }, null).ok).toBe(false);
+    expect(checkConnection(g, { source: "q", sourceHandle: "output", target: "tpl", targetHandle: "nope" }, typesResponse.compatibility).ok).toBe(false);
   });
 });
 

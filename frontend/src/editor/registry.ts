@@ -11,8 +11,10 @@ export interface Registry {
   categories: string[];
   blocks: BlockSpec[];
   byName: BlockMap;
-  /** null when the server has no /api/v1/types: the local rules decide. */
-  compatibility: TypesResponse["compatibility"] | null;
+  /** The server's port type matrix (GET /api/v1/types), the only judge of a wire while it
+   *  is dragged: without it every wire would be accepted unchecked, so a registry that could
+   *  not load it is not loaded at all (the editor says so and offers to try again). */
+  compatibility: TypesResponse["compatibility"];
   secrets: string[];
 }
 
@@ -22,8 +24,8 @@ async function loadRegistry(): Promise<Registry> {
   const [blocks, types, secrets] = await Promise.all([
     api.blocks(),
     api.types().catch((e: unknown) => {
-      if (e instanceof ApiError && (e.status === 404 || e.status === 405)) return null;
-      throw e;
+      if (!(e instanceof ApiError)) throw e;
+      throw new ApiError(e.status, e.code, `The port type matrix (GET /api/v1/types) could not be loaded, so no wire could be checked: ${e.message}`, e.detail);
     }),
     api.secrets().catch(() => ({ names: [] as string[] })),
   ]);
@@ -31,7 +33,7 @@ async function loadRegistry(): Promise<Registry> {
     categories: blocks.categories,
     blocks: blocks.blocks,
     byName: new Map(blocks.blocks.map((b) => [b.name, b])),
-    compatibility: types?.compatibility ?? null,
+    compatibility: types.compatibility,
     secrets: [...(secrets.names ?? [])].sort(),
   };
 }

@@ -42,7 +42,7 @@ export function useCanvas(args: {
   rf: ReactFlowInstance<EditorNode, EditorEdge>;
   wrapperRef: RefObject<HTMLDivElement | null>;
   blocks: Registry["byName"];
-  matrix: TypesResponse["compatibility"] | null;
+  matrix: TypesResponse["compatibility"];
   touch: (...ids: string[]) => void;
 }): CanvasHandlers {
   const { editor, rf, wrapperRef, blocks, matrix, touch } = args;
