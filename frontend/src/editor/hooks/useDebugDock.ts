@@ -18,12 +18,21 @@ export interface DebugDock {
   mounted: boolean;
 }
 
+/** The height kept from the last visit (null: none, or storage blocked). */
+function storedHeight(): string | null {
+  try {
+    return localStorage.getItem(DEBUG_HEIGHT_KEY);
+  } catch {
+    return null;
+  }
+}
+
 export function useDebugDock(): DebugDock {
   const [open, setOpen] = useState(true);
   // A dock dragged tall is restored at most half the window: else the next visit opens on a
   // strip of canvas.
   const [height, setHeight] = useState(() =>
-    Math.max(MIN_HEIGHT, Math.min(Number(localStorage.getItem(DEBUG_HEIGHT_KEY)) || 220, Math.round(window.innerHeight / 2))),
+    Math.max(MIN_HEIGHT, Math.min(Number(storedHeight()) || 220, Math.round(window.innerHeight / 2))),
   );
   const startResize = useCallback(
     (e: ReactPointerEvent) => {
@@ -38,7 +47,11 @@ export function useDebugDock(): DebugDock {
       const up = () => {
         window.removeEventListener("pointermove", move);
         window.removeEventListener("pointerup", up);
-        localStorage.setItem(DEBUG_HEIGHT_KEY, String(latest));
+        try {
+          localStorage.setItem(DEBUG_HEIGHT_KEY, String(latest));
+        } catch {
+          // storage blocked: the height holds for this visit
+        }
       };
       window.addEventListener("pointermove", move);
       window.addEventListener("pointerup", up);

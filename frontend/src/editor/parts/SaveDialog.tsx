@@ -11,6 +11,24 @@ import { tidyProblems } from "../problemView";
 
 const AUTHOR_KEY = "dagwright.author";
 
+// The author is remembered in this browser when storage allows; blocked or full storage
+// must never cost the save.
+function rememberedAuthor(): string {
+  try {
+    return localStorage.getItem(AUTHOR_KEY) ?? "";
+  } catch {
+    return "";
+  }
+}
+
+function rememberAuthor(author: string): void {
+  try {
+    localStorage.setItem(AUTHOR_KEY, author);
+  } catch {
+    // storage blocked: typed again next time
+  }
+}
+
 export function SaveDialog({ slug, flow, parentId, dirty, onClose, onSaved, onProblems }: {
   slug: string;
   flow: FlowDocument;
@@ -21,14 +39,15 @@ export function SaveDialog({ slug, flow, parentId, dirty, onClose, onSaved, onPr
   onProblems: (problems: Problem[]) => void;
 }) {
   const [note, setNote] = useState("");
-  const [author, setAuthor] = useState(() => localStorage.getItem(AUTHOR_KEY) ?? "");
+  const [author, setAuthor] = useState(rememberedAuthor);
   const [busy, setBusy] = useState(false);
   const [error, setError] = useState<{ code: string; message: string; problems?: Problem[] } | null>(null);
   const submit = async () => {
+    if (busy) return; // Ctrl+Enter while a save is under way would save a second version
     setBusy(true);
     setError(null);
+    if (author) rememberAuthor(author);
     try {
-      if (author) localStorage.setItem(AUTHOR_KEY, author);
       const v = await api.createVersion(slug, { flow, note, author: author || undefined, parent_id: parentId });
       toast("success", `Saved version ${v.number}`);
       onSaved(v, flow);
@@ -59,7 +78,7 @@ export function SaveDialog({ slug, flow, parentId, dirty, onClose, onSaved, onPr
           value={note}
           onChange={(e) => setNote(e.target.value)}
           onKeyDown={(e) => {
-            if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) submit();
+            if (e.key === "Enter" && (e.ctrlKey || e.metaKey)) void submit();
           }}
         />
       </div>
@@ -88,7 +107,7 @@ export function SaveDialog({ slug, flow, parentId, dirty, onClose, onSaved, onPr
         <button className="btn" onClick={onClose}>
           Cancel
         </button>
-        <button className="btn btn-primary" data-testid="save-confirm" disabled={busy} onClick={submit}>
+        <button className="btn btn-primary" data-testid="save-confirm" disabled={busy} onClick={() => void submit()}>
           {busy ? "Saving…" : "Save version"}
         </button>
       </div>
