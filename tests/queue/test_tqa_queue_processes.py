@@ -193,3 +193,30 @@ def test_a_cancel_through_either_server_reaches_the_worker(cluster: Cluster) -> 
     time.sleep(2 * LATENCY_MS / 1000)
     after = first.http.get(f"/api/v1/tqa/conversations/{conversation_id}").json()
     assert len(after["turns"]) == settled  # nothing ran on after the cancel
+
+
+def test_an_approval_answered_on_either_server_lets_a_worker_go_on(cluster: Cluster) -> None:
+    first, second = cluster.api(0), cluster.api(1)
+    marked = first.http.put(
+        "/api/v1/tqa/tools/python_on_tables/approval", json={"requires_approval": True}
+    )
+    assert marked.status_code == 200, marked.text
+    conversation_id = ask_async(first, "What is the total bonus of all employees?")
+    waiting = cluster.wait_for(second, conversation_id, lambda c: c["status"] == "waiting")
+    assert [t["agent"] for t in waiting["turns"]] == ["User", "Planner", "Engineer"]
+    # A waiting conversation holds no job: no worker is busy with it.
+    jobs = cluster.scalar(
+        "SELECT count(*) FROM procrastinate_jobs WHERE status = 'doing' "
+        "AND args->>'conversation_id' = :id",
+        id=conversation_id,
+    )
+    assert jobs == 0
+    params = {"conversation_id": conversation_id}
+    [request] = second.http.get("/api/v1/human/requests", params=params).json()["items"]
+    answered = second.http.post(
+        f"/api/v1/human/requests/{request['id']}/answer", json={"choice": "approve"}
+    )
+    assert answered.status_code == 202, answered.text
+    done = cluster.wait_for(first, conversation_id, lambda c: c["status"] == "completed")
+    assert done["answer"]["value"] == 3669
+    assert done["turns"][3]["content"]["approval"]["approved"] is True

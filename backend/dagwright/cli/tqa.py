@@ -122,6 +122,12 @@ def format_outcome(conversation: Mapping[str, Any]) -> str:
             lines.append(f"evidence: {evidence.get('sql')} -> {evidence.get('row_count')} row(s)")
         if not answer.get("grounded"):
             lines.append("note: the answer's value does not appear in the rows the tools returned")
+    elif status == "waiting":
+        lines = [
+            typer.style("waiting: a tool call needs a person's approval", bold=True),
+            "answer it with `dagwright human list` and `dagwright human answer ID --choice "
+            "approve` (or reject) on a running server: the conversation goes on there",
+        ]
     else:
         error = conversation.get("error") or {}
         lines = [typer.style(f"no answer: {status}: {error.get('message')}", bold=True)]
