@@ -379,3 +379,30 @@ def test_export_then_import_under_another_slug(api: Api) -> None:
     assert error["message"].startswith("versions[1].flow: ")
     assert ("greet", "unknown_block") in {(p["node"], p["code"]) for p in error["problems"]}
     assert api.http.get("/api/v1/apps/exported-bad").status_code == 404  # all or nothing
+
+
+def test_the_ports_of_many_nodes_in_one_call(api: Api) -> None:
+    # What the editor asks when a flow opens: every dynamic node's ports at once, each
+    # node's refusal apart so one bad node does not hide the others' ports.
+    body = {
+        "nodes": {
+            "greet": {"block": "template", "config": {"template": "{{ who }} and {{ b.c }}"}},
+            "route": {"block": "switch", "config": {"cases": ["yes", "no"]}},
+            "broken": {"block": "template", "config": {"template": "{{ a"}},
+            "ghost": {"block": "no_such_block", "config": {}},
+        }
+    }
+    answer = api.http.post("/api/v1/blocks/ports", json=body)
+    assert answer.status_code == 200, answer.text
+    found = answer.json()
+    assert set(found["ports"]) == {"greet", "route"}
+    assert sorted(p["name"] for p in found["ports"]["greet"]["inputs"]) == ["b", "who"]
+    alone = api.http.post("/api/v1/blocks/switch/ports", json={"cases": ["yes", "no"]}).json()
+    assert found["ports"]["route"] == alone  # the same answer as asking for it alone
+    assert found["errors"]["broken"]["code"] == "invalid_config"
+    assert found["errors"]["ghost"]["code"] == "unknown_block"
+    assert "no_such_block" in found["errors"]["ghost"]["message"]
+
+    too_many = {"nodes": {f"n{i}": {"block": "template"} for i in range(1001)}}
+    refused = error_of(api.http.post("/api/v1/blocks/ports", json=too_many), 422)
+    assert [p["field"] for p in refused["problems"]] == ["nodes"]

@@ -187,3 +187,64 @@ def test_ask_the_tables_and_watch_the_agents(page: Page, server: LiveServer) -> 
     # Stored: the conversation is listed and replays from the server.
     page.reload()
     expect(page.get_by_test_id("tqa-answer")).to_contain_text("1569")
+
+
+def test_a_flow_opens_with_its_template_ports_from_the_server(
+    page: Page, server: LiveServer
+) -> None:
+    # The editor reads no template itself: opening a flow asks the server for every dynamic
+    # node's ports in one call, and draws them once known (edges never shown as broken).
+    document = {
+        "format": "dagwright.flow",
+        "version": 1,
+        "name": "letters",
+        "nodes": [
+            {"id": "who", "block": "text_input", "config": {"name": "who"}},
+            {"id": "when", "block": "text_input", "config": {"name": "when"}},
+            {
+                "id": "letter",
+                "block": "template",
+                "config": {
+                    "template": "Dear {{ who }}, {% if when %}see you {{ when }}{% endif %}"
+                },
+            },
+            {"id": "route", "block": "switch", "config": {"cases": ["short"]}},
+            {"id": "out", "block": "output", "config": {"name": "letter"}},
+        ],
+        "edges": [
+            {
+                "source": {"node": "who", "port": "output"},
+                "target": {"node": "letter", "port": "who"},
+            },
+            {
+                "source": {"node": "when", "port": "output"},
+                "target": {"node": "letter", "port": "when"},
+            },
+            {
+                "source": {"node": "letter", "port": "output"},
+                "target": {"node": "route", "port": "value"},
+            },
+            {
+                "source": {"node": "route", "port": "output"},
+                "target": {"node": "out", "port": "value"},
+                "branch": "short",
+            },
+        ],
+    }
+    server.api.create_app("letters")
+    server.api.save("letters", document)
+    asked: list[str] = []
+    page.on(
+        "request",
+        lambda r: asked.append(r.url) if r.method == "POST" and "/ports" in r.url else None,
+    )
+    page.goto("/#/apps/letters")
+    letter = page.get_by_test_id("node-letter")
+    expect(letter).to_be_visible()
+    expect(letter).not_to_have_attribute("data-ports", "pending")
+    for port in ("who", "when"):
+        expect(page.get_by_test_id(f"port-letter-in-{port}")).to_be_visible()
+    expect(page.locator(".port-missing")).to_have_count(0)
+    expect(page.locator(".port-pending")).to_have_count(0)
+    expect(page.locator(".react-flow__edge")).to_have_count(4)
+    assert [url.split("/api/v1")[1] for url in asked] == ["/blocks/ports"]  # one call for all

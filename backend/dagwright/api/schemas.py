@@ -107,6 +107,21 @@ class ValidateIn(_In):
     flow: dict[str, Any]
 
 
+# A flow of more nodes than this is asked for in several calls.
+MAX_PORTS_NODES: Final = 1000
+
+
+class NodeConfigIn(_In):
+    block: str = Field(description="The node's block.")
+    config: dict[str, Any] = Field(default_factory=dict, description="The node's config.")
+
+
+class NodesPortsIn(_In):
+    nodes: dict[str, NodeConfigIn] = Field(
+        max_length=MAX_PORTS_NODES, description="Node id -> its block and config."
+    )
+
+
 class RunIn(_In):
     """A call of a published app (or a debug run of a version)."""
 

@@ -4,8 +4,12 @@ connected, the ports one block configuration gives."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
+from pydantic import ValidationError
+
+from dagwright.errors import DagwrightError, describe_validation_error
 from dagwright.registry import Registry
 from dagwright.registry.types import compatibility, type_name
 from dagwright.runtime import AppResolver, CompiledFlow, analyse, compile_flow, parse_flow
@@ -50,3 +54,22 @@ def block_ports(registry: Registry, block: str, config: dict[str, Any]) -> dict[
         "outputs": [p.to_schema() for p in spec.outputs.values()],
         "branches": spec.branch_names(parsed),
     }
+
+
+def nodes_ports(
+    registry: Registry, nodes: Mapping[str, tuple[str, dict[str, Any]]]
+) -> dict[str, Any]:
+    """The ports of several nodes at once (node id -> block and config), as `block_ports`
+    answers each: what the editor draws when a flow opens. A node whose block or config is
+    refused gets the refusal it would get alone (`errors`: its code and message), so one bad
+    node does not hide the others' ports."""
+    ports: dict[str, Any] = {}
+    errors: dict[str, dict[str, str]] = {}
+    for node_id, (block, config) in nodes.items():
+        try:
+            ports[node_id] = block_ports(registry, block, config)
+        except DagwrightError as exc:
+            errors[node_id] = {"code": exc.code, "message": exc.message}
+        except ValidationError as exc:
+            errors[node_id] = {"code": "invalid_config", "message": describe_validation_error(exc)}
+    return {"ports": ports, "errors": errors}

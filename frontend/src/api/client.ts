@@ -6,6 +6,7 @@ import type {
   AppOut,
   AppUpdate,
   BlockPorts,
+  NodesPorts,
   BlocksResponse,
   FlowDocument,
   KeyCreated,
@@ -51,6 +52,9 @@ export const api = {
   blocks: () => request<BlocksResponse>("GET", `${V1}/blocks`),
   ports: (block: string, config: Record<string, unknown>, options?: RequestOptions) =>
     request<BlockPorts>("POST", `${V1}/blocks/${e(block)}/ports`, config, options),
+  /** Several nodes' ports in one call (node id -> block and config): what a flow opening asks. */
+  nodesPorts: (nodes: Record<string, { block: string; config: Record<string, unknown> }>, options?: RequestOptions) =>
+    request<NodesPorts>("POST", `${V1}/blocks/ports`, { nodes }, options),
   types: () => request<TypesResponse>("GET", `${V1}/types`),
   templateVariables: (template: string, options?: RequestOptions) =>
     request<TemplateVariablesOut>("POST", `${V1}/template-variables`, { template }, options).then((r) => r.variables),

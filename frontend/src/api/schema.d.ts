@@ -389,6 +389,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/api/v1/blocks/ports": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Nodes Ports
+         * @description The ports of several nodes in one call (a flow being opened): `ports` by node id, as
+         *     /blocks/{block}/ports answers each, and `errors` by node id (code and message) for a
+         *     node whose block is unknown or whose config is refused.
+         */
+        post: operations["nodes_ports_api_v1_blocks_ports_post"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/api/v1/blocks/{block}/ports": {
         parameters: {
             query?: never;
@@ -2392,6 +2414,31 @@ export interface components {
             /** Text Field */
             text_field: string;
         };
+        /** NodeConfigIn */
+        NodeConfigIn: {
+            /**
+             * Block
+             * @description The node's block.
+             */
+            block: string;
+            /**
+             * Config
+             * @description The node's config.
+             */
+            config?: {
+                [key: string]: unknown;
+            };
+        };
+        /** NodesPortsIn */
+        NodesPortsIn: {
+            /**
+             * Nodes
+             * @description Node id -> its block and config.
+             */
+            nodes: {
+                [key: string]: components["schemas"]["NodeConfigIn"];
+            };
+        };
         /**
          * Page
          * @description Items of one window of a listing, with the count of every match.
@@ -3858,6 +3905,41 @@ export interface operations {
                     "application/json": {
                         [key: string]: unknown;
                     };
+                };
+            };
+        };
+    };
+    nodes_ports_api_v1_blocks_ports_post: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": components["schemas"]["NodesPortsIn"];
+            };
+        };
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        [key: string]: unknown;
+                    };
+                };
+            };
+            /** @description Validation Error */
+            422: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["HTTPValidationError"];
                 };
             };
         };

@@ -143,6 +143,13 @@ export interface BlockPorts {
   branches: string[] | null;
 }
 
+/** POST /api/v1/blocks/ports: each node's ports, or its refusal (an unknown block, a config
+ *  that does not parse). */
+export interface NodesPorts {
+  ports: Record<string, BlockPorts>;
+  errors: Record<string, { code: string; message: string }>;
+}
+
 /** GET /api/v1/types */
 export type Compatibility = "yes" | "check" | "no";
 export interface TypesResponse {

@@ -45,7 +45,7 @@ function PortRow({ port, side, problem, handleId, label, testId }: {
   const colour = port.missing ? "#d33" : typeColour(port.type);
   const title = `${label}: ${port.type}${port.required && side === "in" ? " (required)" : ""}${port.description ? ` — ${port.description}` : ""}${problem ? `\n⚠ ${problem.message}` : ""}`;
   return (
-    <div className={`port-row port-${side}${problem ? " port-problem" : ""}${port.missing ? " port-missing" : ""}`} title={title} data-type={port.type} style={{ "--pc": colour } as CSSProperties}>
+    <div className={`port-row port-${side}${problem ? " port-problem" : ""}${port.missing ? " port-missing" : ""}${port.pending ? " port-pending" : ""}`} title={title} data-type={port.type} style={{ "--pc": colour } as CSSProperties}>
       <Handle
         type={side === "in" ? "target" : "source"}
         position={side === "in" ? Position.Left : Position.Right}
@@ -91,7 +91,14 @@ function BlockNodeView({ id, data, selected }: NodeProps<EditorNode>) {
   const human = `${blockIcon(spec)} ${blockTitle(data.block)}`;
   const configName = spec && (spec.role === "flow_input" || spec.role === "flow_output") && typeof data.config.name === "string" ? data.config.name : null;
   return (
-    <div className={classes} data-testid={`node-${id}`} data-block={data.block} data-status={run?.status}>
+    <div
+      className={classes}
+      data-testid={`node-${id}`}
+      data-block={data.block}
+      data-status={run?.status}
+      data-ports={data.ports.pending ? "pending" : undefined}
+      aria-busy={data.ports.pending ? true : undefined}
+    >
       <div className="dw-node-head">
         <span className="dw-node-title" title={id}>
           {title}

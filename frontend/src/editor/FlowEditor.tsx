@@ -81,7 +81,7 @@ export function FlowEditor(props: Props) {
     [selectedId, selectedData],
   );
 
-  const { portsErrors, refreshPorts } = usePortRefresh({ graphRef, nodes: graph.nodes, metaRef, blocks, replace: editor.replace, selectedId });
+  const { portsErrors, refreshPorts } = usePortRefresh({ graphRef, nodes: graph.nodes, metaRef, blocks, replace: editor.replace });
   const edits = useNodeEdits({ edit: editor.edit, graphRef, metaRef, blocks, decorations, touch, refreshPorts });
   const canvas = useCanvas({ editor, rf, wrapperRef, blocks, matrix: registry.compatibility, touch });
   const commands = useCommands({ editor, rf, wrapperRef, blocks });

@@ -27,7 +27,14 @@ const doc: FlowDocument = {
   ],
 };
 
-const graph = () => flowToGraph(doc, blocks);
+// The template node's ports as the server answers them (the editor reads no template).
+const variable = (name: string) => ({ name, type: "Any", schema: {}, required: true, description: "" });
+const graph = (): Graph => {
+  const g = flowToGraph(doc, blocks);
+  const tpl = g.nodes.find((n) => n.id === "tpl")!;
+  tpl.data = { ...tpl.data, ports: { ...tpl.data.ports, inputs: [variable("a"), variable("b")], pending: undefined } };
+  return g;
+};
 
 describe("connection checks while dragging", () => {
   it("refuses incompatible types, naming both", () => {

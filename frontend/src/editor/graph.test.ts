@@ -8,7 +8,9 @@ import {
   graphToFlow,
   needsLayout,
   newNode,
+  type NodePorts,
   parseSourceHandle,
+  pendingPorts,
   sourceHandleId,
   uniqueId,
   withEdgePorts,
@@ -98,23 +100,31 @@ describe("flow document <-> graph", () => {
 });
 
 describe("ports", () => {
-  it("template variables become input ports of the dynamic type", () => {
-    const ports = estimatePorts(spec("template"), { template: "Answer {{ question }} in {{ lang | upper }}. {% for r in rows %}{{ r.x }}{% endfor %}" });
-    expect(ports.inputs.map((p) => p.name)).toEqual(["question", "lang", "rows"]);
-    expect(ports.inputs.every((p) => p.type === "Any" && p.required)).toBe(true);
+  it("a filled template leaves its variables to the server: the static ports, pending", () => {
+    const ports = estimatePorts(spec("template"), { template: "Answer {{ question }}" });
+    expect(ports.inputs).toEqual([]);
     expect(ports.outputs.map((p) => p.name)).toEqual(["output"]);
     expect(ports.branches).toBeNull();
+    expect(ports.pending).toBe(true);
+    const chat = estimatePorts(spec("chat"), { system: "You answer in {{ lang }}.", prompt: "{{ question }}" });
+    expect([chat.inputs.map((p) => p.name), chat.pending]).toEqual([["history"], true]);
+    const http = estimatePorts(spec("http_request"), { url: "https://api.example.com/users/{{ user_id }}" });
+    expect([http.inputs.map((p) => p.name), http.pending]).toEqual([["body"], true]);
+    // nothing to read: nothing to wait for
+    expect(estimatePorts(spec("template"), { template: "" }).pending).toBeUndefined();
+    expect(estimatePorts(spec("zip_records"), { fields: ["a"] }).pending).toBeUndefined();
   });
 
-  it("chat: the static history port plus the variables of both prompts", () => {
-    const ports = estimatePorts(spec("chat"), { system: "You answer in {{ lang }}.", prompt: "{{ question }}" });
-    expect(ports.inputs.map((p) => p.name)).toEqual(["history", "lang", "question"]);
-  });
-
-  it("http_request: the URL's variables", () => {
-    const ports = estimatePorts(spec("http_request"), { url: "https://api.example.com/users/{{ user_id }}" });
-    expect(ports.inputs.map((p) => p.name)).toEqual(["body", "user_id"]);
-    expect(ports.outputs.map((p) => p.name)).toEqual(["status", "headers", "body"]);
+  it("while pending, an edit keeps the ports the node had until the server answers", () => {
+    const had: NodePorts = {
+      inputs: [{ name: "question", type: "Any", schema: {}, required: true, description: "" }],
+      outputs: [],
+      branches: null,
+    };
+    const next = pendingPorts(estimatePorts(spec("template"), { template: "{{ question }} {{ more }}" }), had);
+    expect([next.inputs.map((p) => p.name), next.pending]).toEqual([["question"], true]);
+    const cleared = estimatePorts(spec("template"), { template: "" });
+    expect(pendingPorts(cleared, had).inputs).toEqual([]); // no template: no variables
   });
 
   it("zip_records: a port per field, typed list", () => {
@@ -127,10 +137,17 @@ describe("ports", () => {
     expect(estimatePorts(spec("compare"), {}).branches).toEqual(["true", "false"]);
   });
 
-  it("keeps a port an edge names after the variable is gone, marked missing", () => {
-    const ports = estimatePorts(spec("template"), { template: "{{ b }}" });
-    const withMissing = withEdgePorts("t", ports, [{ id: "e", source: "s", target: "t", sourceHandle: "output", targetHandle: "a" }]);
-    expect(withMissing.inputs.map((p) => [p.name, !!p.missing])).toEqual([
+  it("an edge's port is pending while the server's answer is awaited, then missing if gone", () => {
+    const edges = [{ id: "e", source: "s", target: "t", sourceHandle: "output", targetHandle: "a" }];
+    const waiting = withEdgePorts("t", estimatePorts(spec("template"), { template: "{{ b }}" }), edges);
+    expect(waiting.inputs.map((p) => [p.name, !!p.pending, !!p.missing])).toEqual([["a", true, false]]);
+    expect(waiting.pending).toBe(true);
+    const answered: NodePorts = {
+      inputs: [{ name: "b", type: "Any", schema: {}, required: true, description: "" }],
+      outputs: [],
+      branches: null,
+    };
+    expect(withEdgePorts("t", answered, edges).inputs.map((p) => [p.name, !!p.missing])).toEqual([
       ["b", false],
       ["a", true],
     ]);

@@ -5,16 +5,19 @@
 import type { Edge, Node } from "@xyflow/react";
 import type { BlockSpec, ErrorPolicy, FlowDocument, FlowEdge, FlowNode, PortSpec, SubFlow } from "../api/types";
 import { isTemplateField } from "../forms/schema";
-import { templateVariables } from "./jinja";
 
-/** A port as a node draws it; `missing` marks a port an edge names that the block lacks. */
-export type NodePort = PortSpec & { missing?: boolean; policy?: boolean };
+/** A port as a node draws it; `missing` marks a port an edge names that the block lacks,
+ *  `pending` one an edge names while the server's answer for the node is awaited. */
+export type NodePort = PortSpec & { missing?: boolean; pending?: boolean; policy?: boolean };
 
 export interface NodePorts {
   inputs: NodePort[];
   outputs: NodePort[];
   /** The branches of a condition block (its output edges carry one each); null otherwise. */
   branches: string[] | null;
+  /** The ports depend on a template only the server reads (POST /api/v1/blocks/ports): these
+   *  are the ports known so far, and the server's answer replaces them. */
+  pending?: boolean;
 }
 
 export type NodeData = {
@@ -74,12 +77,14 @@ export function isCondition(spec: BlockSpec | undefined): boolean {
 }
 
 /** The ports one config gives a block, as far as the editor can tell without asking the
- *  server: the static ports, plus for blocks with dynamic inputs the variables of their
- *  template-valued fields and the names in list fields that say they make ports; for
- *  conditions with config-made branches (switch), the cases plus "default". */
+ *  server: the static ports, plus for blocks with dynamic inputs the names in list fields
+ *  that say they make ports; for conditions with config-made branches (switch), the cases
+ *  plus "default". A template-valued field's variables are the server's to read (its Jinja2
+ *  parser): with one filled in, the ports are `pending` until the server answers. */
 export function estimatePorts(spec: BlockSpec | undefined, config: Record<string, unknown>): NodePorts {
   if (!spec) return { inputs: [], outputs: [], branches: null };
   const inputs: NodePort[] = [...spec.inputs];
+  let pending = false;
   if (spec.dynamic_inputs) {
     const seen = new Set(inputs.map((p) => p.name));
     const dynType = spec.dynamic_inputs.type;
@@ -93,7 +98,7 @@ export function estimatePorts(spec: BlockSpec | undefined, config: Record<string
     for (const [field, schema] of Object.entries(props)) {
       const value = config[field];
       if (typeof value === "string" && (isTemplateField(field, schema) || /\{\{|\{%/.test(value))) {
-        templateVariables(value).forEach(add);
+        if (value.trim() !== "") pending = true;
       } else if (Array.isArray(value) && /port/i.test(String(schema.description ?? ""))) {
         value.filter((v): v is string => typeof v === "string").forEach(add);
       }
@@ -109,12 +114,25 @@ export function estimatePorts(spec: BlockSpec | undefined, config: Record<string
       branches = [...new Set(cases), "default"];
     }
   }
-  return { inputs, outputs: [...spec.outputs], branches };
+  const ports: NodePorts = { inputs, outputs: [...spec.outputs], branches };
+  if (pending) ports.pending = true;
+  return ports;
+}
+
+/** Ports to show while the server's answer for a new config is awaited: the estimate, and
+ *  the input ports the node had (a template's variables stay until the server says which
+ *  remain, so an edit does not flash its edges red). */
+export function pendingPorts(estimate: NodePorts, had: NodePorts): NodePorts {
+  if (!estimate.pending) return estimate;
+  const names = new Set(estimate.inputs.map((p) => p.name));
+  const kept = had.inputs.filter((p) => !p.missing && !p.pending && !p.policy && !names.has(p.name));
+  return { ...estimate, inputs: [...estimate.inputs, ...kept] };
 }
 
 
 /** Ports from the server (POST /blocks/{block}/ports) or an estimate, plus a `missing` port
- *  for each port an edge names that the block lacks, so the edge still shows (in red). */
+ *  for each port an edge names that the block lacks, so the edge still shows (in red) — or,
+ *  while the ports are pending, a `pending` one (not known yet, not wrong). */
 export function withEdgePorts(nodeId: string, ports: NodePorts, edges: readonly EditorEdge[]): NodePorts {
   const ins = new Set(ports.inputs.map((p) => p.name));
   const outs = new Set(ports.outputs.map((p) => p.name));
@@ -126,7 +144,7 @@ export function withEdgePorts(nodeId: string, ports: NodePorts, edges: readonly 
       const port = e.targetHandle ?? "";
       if (port && !ins.has(port)) {
         ins.add(port);
-        inputs.push(missingPort(port));
+        inputs.push(ports.pending ? pendingPort(port) : missingPort(port));
       }
     }
     if (e.source === nodeId) {
@@ -138,7 +156,7 @@ export function withEdgePorts(nodeId: string, ports: NodePorts, edges: readonly 
       if (branch && branches && !branches.includes(branch)) branches = [...branches, branch];
     }
   }
-  return { inputs, outputs, branches };
+  return { ...ports, inputs, outputs, branches };
 }
 
 /** The output port a node gains when its error policy sends failures down it. */
@@ -201,6 +219,10 @@ export function withSubflowPorts(
     });
   }
   return { ...ports, inputs };
+}
+
+function pendingPort(name: string): NodePort {
+  return { name, type: "Any", schema: {}, required: false, description: "asked of the server", pending: true };
 }
 
 function missingPort(name: string): NodePort {

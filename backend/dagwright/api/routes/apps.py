@@ -11,6 +11,7 @@ from dagwright.api.schemas import (
     AppCreate,
     AppOut,
     AppUpdate,
+    NodesPortsIn,
     Paging,
     PublishIn,
     ValidateIn,
@@ -119,6 +120,15 @@ def port_types(s: Deps) -> dict[str, Any]:
     `yes`, `check` (allowed, checked at run time) or `no` (refused at save time) — so the
     editor can refuse a connection while it is being dragged, by the server's own rules."""
     return editor.port_types(s.registry)
+
+
+@router.post("/blocks/ports")
+def nodes_ports(body: NodesPortsIn, s: Deps) -> dict[str, Any]:
+    """The ports of several nodes in one call (a flow being opened): `ports` by node id, as
+    /blocks/{block}/ports answers each, and `errors` by node id (code and message) for a
+    node whose block is unknown or whose config is refused."""
+    nodes = {node_id: (n.block, n.config) for node_id, n in body.nodes.items()}
+    return editor.nodes_ports(s.registry, nodes)
 
 
 @router.post("/blocks/{block}/ports")

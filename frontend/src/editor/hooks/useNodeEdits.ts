@@ -1,10 +1,20 @@
-// The edits the config panel makes to one node: its config (ports estimated at once, then
-// asked of the server), label, timeout, error policy and id.
+// The edits the config panel makes to one node: its config (ports pending until the server
+// answers: usePortRefresh), label, timeout, error policy and id.
 
 import { type RefObject, useCallback } from "react";
 import type { ErrorPolicy } from "../../api/types";
 import type { DecorationStore } from "../decorations";
-import { type Graph, type NodeData, edgeFromFlow, edgeToFlow, estimatePorts, withEdgePorts, withPolicyPorts, withSubflowPorts } from "../graph";
+import {
+  type Graph,
+  type NodeData,
+  edgeFromFlow,
+  edgeToFlow,
+  estimatePorts,
+  pendingPorts,
+  withEdgePorts,
+  withPolicyPorts,
+  withSubflowPorts,
+} from "../graph";
 import type { Registry } from "../registry";
 import type { FlowMeta } from "./useFlowDocument";
 import { needsServerPorts } from "./usePortRefresh";
@@ -48,7 +58,13 @@ export function useNodeEdits(args: {
             const ports = needsServerPorts(spec)
               ? withEdgePorts(
                   id,
-                  withSubflowPorts(withPolicyPorts(estimatePorts(spec, config), n.data.on_error), n.data.block, config, metaRef.current.subflows, blocks),
+                  withSubflowPorts(
+                    withPolicyPorts(pendingPorts(estimatePorts(spec, config), n.data.ports), n.data.on_error),
+                    n.data.block,
+                    config,
+                    metaRef.current.subflows,
+                    blocks,
+                  ),
                   g.edges,
                 )
               : n.data.ports;

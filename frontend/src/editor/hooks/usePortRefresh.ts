@@ -1,13 +1,15 @@
 // The ports of blocks whose ports depend on their config (template variables, a condition's
-// branches): the server's answer (POST /api/v1/blocks/{block}/ports), asked after an edit
-// settles and when a node is first selected. A port an edge still names after it disappeared
-// stays, marked missing, until the edge is deleted.
+// branches): the server's answer, for every such node at once when the flow opens (POST
+// /api/v1/blocks/ports) and for one node after an edit settles (POST
+// /api/v1/blocks/{block}/ports). Until it arrives a template node's ports are `pending`
+// (graph.ts): the editor reads no template itself. A port an edge still names after it
+// disappeared stays, marked missing, until the edge is deleted.
 
 import { type RefObject, useCallback, useEffect, useRef, useState } from "react";
 import { api } from "../../api/client";
 import { ApiError } from "../../api/transport";
 import type { BlockPorts, BlockSpec } from "../../api/types";
-import { type Graph, isCondition, withEdgePorts, withPolicyPorts, withSubflowPorts } from "../graph";
+import { type EditorNode, type Graph, isCondition, withEdgePorts, withPolicyPorts, withSubflowPorts } from "../graph";
 import type { Registry } from "../registry";
 import type { FlowMeta } from "./useFlowDocument";
 
@@ -29,9 +31,8 @@ export function usePortRefresh(args: {
   metaRef: RefObject<FlowMeta>;
   blocks: Registry["byName"];
   replace: (fn: (g: Graph) => Graph) => void;
-  selectedId: string | null;
 }): PortRefresh {
-  const { graphRef, nodes, metaRef, blocks, replace, selectedId } = args;
+  const { graphRef, nodes, metaRef, blocks, replace } = args;
   const [portsErrors, setPortsErrors] = useState<Record<string, string>>({});
   const timers = useRef(new Map<string, ReturnType<typeof setTimeout>>());
   const calls = useRef(new Map<string, AbortController>());
@@ -128,20 +129,31 @@ export function usePortRefresh(args: {
     };
   }, []);
 
-  // A node's ports are asked once when it is first selected (a flow opened from a version
-  // shows estimated ports until then). Ids no longer in the graph (renamed or deleted nodes)
-  // are forgotten, so the set does not grow with every name a node ever had.
-  const refreshedOnSelect = useRef(new Set<string>());
+  // The flow opens (the editor mounts once per document): every dynamic node's ports in one
+  // call. A node edited meanwhile keeps its own call's answer.
   useEffect(() => {
-    if (!selectedId) return;
-    const asked = refreshedOnSelect.current;
-    const ids = new Set(graphRef.current.nodes.map((n) => n.id));
-    for (const id of asked) if (!ids.has(id)) asked.delete(id);
-    if (!asked.has(selectedId)) {
-      asked.add(selectedId);
-      refreshPorts(selectedId, 0);
-    }
-  }, [selectedId, refreshPorts, graphRef]);
+    const asked = new Map<string, EditorNode>();
+    for (const n of graphRef.current.nodes) if (needsServerPorts(blocks.get(n.data.block))) asked.set(n.id, n);
+    if (asked.size === 0) return;
+    const controller = new AbortController();
+    const nodes = Object.fromEntries([...asked].map(([id, n]) => [id, { block: n.data.block, config: n.data.config }]));
+    api.nodesPorts(nodes, { signal: controller.signal }).then(
+      (answer) => {
+        for (const [id, ports] of Object.entries(answer.ports)) {
+          const now = graphRef.current.nodes.find((n) => n.id === id);
+          const was = asked.get(id);
+          if (now && was && now.data.config === was.data.config) applyPorts(id, was.data.config, ports, blocks.get(was.data.block));
+        }
+        const refused = Object.entries(answer.errors);
+        if (refused.length) setPortsErrors((errs) => ({ ...errs, ...Object.fromEntries(refused.map(([id, e]) => [id, `${e.code}: ${e.message}`])) }));
+      },
+      // Unanswered (the server is away, or the editor closed): the ports stay pending.
+      () => undefined,
+    );
+    return () => controller.abort();
+    // Once per document: a later document remounts the editor.
+    // eslint-disable-next-line react-hooks/exhaustive-deps
+  }, []);
 
   return { portsErrors, refreshPorts };
 }
