@@ -190,3 +190,34 @@ def test_a_run_resumed_after_a_human_answer_continues_the_same_trace(
     assert resumed.attributes["dagwright.run.mode"] == "resume"
     echo = next(s for s in _trace(spans, waiting.trace_id) if s.name == "node echo")
     assert echo.parent_span_id == resumed.span_id
+
+
+def test_a_map_item_waiting_for_a_person_is_no_error(api: Api, collector: Collector) -> None:
+    one = {
+        "nodes": [
+            node("draft", "text_input", name="draft"),
+            node("ask", "human_input", message="Approve {{ d }}?", inputs=["d"]),
+            node("verdict", "output", name="verdict"),
+        ],
+        "edges": [edge("draft", "ask.d"), {**edge("ask", "verdict"), "branch": "answered"}],
+    }
+    document = flow(
+        [
+            node("drafts", "list_input", name="drafts"),
+            node("each", "map", subflow="one", item="draft", output="verdict"),
+            node("out", "output", name="verdicts"),
+        ],
+        [edge("drafts", "each.items"), edge("each", "out")],
+    )
+    document["subflows"] = {"one": one}
+    key = api.published_app("asking-each", document)
+    paused = api.run("asking-each", key, {"drafts": ["memo"]}).json()
+    assert paused["status"] == "waiting"
+    spans = collector.wait_for(_run_span(paused["run_id"]))
+    run = next(s for s in spans if s.attributes.get("dagwright.run.id") == paused["run_id"])
+    item = next(s for s in _trace(spans, run.trace_id) if s.name == "iteration each[0]")
+    assert item.status_code != ERROR
+    assert item.attributes["dagwright.status"] == "waiting"
+    assert [name for name, _ in item.events] == ["waiting_for_human"]
+    each = next(s for s in _trace(spans, run.trace_id) if s.name == "node each")
+    assert each.status_code != ERROR
