@@ -54,8 +54,8 @@ function AdminTokenPrompt() {
   if (!open) return null;
   return (
     <div className="token-bar" role="dialog" aria-label="Admin token">
-      The server needs the admin token (DAGWRIGHT_ADMIN_TOKEN):
-      <input className="input" type="password" data-testid="admin-token" value={token} onChange={(e) => setToken(e.target.value)} />
+      <label htmlFor="admin-token">The server needs the admin token (DAGWRIGHT_ADMIN_TOKEN):</label>
+      <input id="admin-token" className="input" type="password" data-testid="admin-token" value={token} onChange={(e) => setToken(e.target.value)} />
       <button
         className="btn btn-primary"
         onClick={() => {

@@ -30,6 +30,7 @@ export function AppTitle({ app, onAppChange, baseVersion, openIsPublished, dirty
       {renaming !== null ? (
         <input
           className="input app-name-input"
+          aria-label="App name"
           autoFocus
           data-testid="app-name-input"
           value={renaming}

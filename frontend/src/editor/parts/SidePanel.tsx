@@ -1,6 +1,7 @@
 // The right-hand panel: tabs for the selected node's settings, the problems list and the
 // flow's own settings (name, description, subflows).
 
+import type { ReactNode } from "react";
 import type { Problem } from "../../api/types";
 import { ConfigPanel, ProblemsList } from "../ConfigPanel";
 import type { EditorNode } from "../graph";
@@ -33,18 +34,18 @@ export function SidePanel(props: {
   const nodeProblems = selectedNode ? problems.filter((p) => p.node === selectedNode.id) : [];
   return (
     <aside className="right">
-      <div className="tabs" role="tablist">
-        <button role="tab" className={`tab${tab === "node" ? " active" : ""}`} data-testid="tab-node" onClick={() => onTab("node")}>
+      <div className="tabs" role="tablist" aria-label="Side panel">
+        <SideTabButton id="node" tab={tab} onTab={onTab}>
           Node
-        </button>
-        <button role="tab" className={`tab${tab === "problems" ? " active" : ""}`} data-testid="tab-problems" onClick={() => onTab("problems")}>
+        </SideTabButton>
+        <SideTabButton id="problems" tab={tab} onTab={onTab}>
           Problems{problems.length > 0 && <span className={`badge ${errorCount ? "badge-error" : "badge-warning"}`}>{problems.length}</span>}
-        </button>
-        <button role="tab" className={`tab${tab === "flow" ? " active" : ""}`} data-testid="tab-flow" onClick={() => onTab("flow")}>
+        </SideTabButton>
+        <SideTabButton id="flow" tab={tab} onTab={onTab}>
           Flow
-        </button>
+        </SideTabButton>
       </div>
-      <div className="right-body">
+      <div className="right-body" role="tabpanel" id={`side-panel-${tab}`} aria-labelledby={`side-tab-${tab}`}>
         {tab === "node" &&
           (selectedNode ? (
             <ConfigPanel
@@ -75,6 +76,22 @@ export function SidePanel(props: {
         )}
       </div>
     </aside>
+  );
+}
+
+function SideTabButton({ id, tab, onTab, children }: { id: SideTab; tab: SideTab; onTab: (tab: SideTab) => void; children: ReactNode }) {
+  return (
+    <button
+      role="tab"
+      id={`side-tab-${id}`}
+      aria-selected={tab === id}
+      aria-controls={tab === id ? `side-panel-${id}` : undefined}
+      className={`tab${tab === id ? " active" : ""}`}
+      data-testid={`tab-${id}`}
+      onClick={() => onTab(id)}
+    >
+      {children}
+    </button>
   );
 }
 

@@ -50,10 +50,10 @@ export function TopBar(props: TopBarProps) {
       </a>
       <AppTitle app={app} onAppChange={props.onAppChange} baseVersion={baseVersion} openIsPublished={openIsPublished} dirty={dirty} />
       <span className="spacer" />
-      <button className="btn btn-ghost" data-testid="undo" title="Undo (Ctrl+Z)" onClick={props.onUndo} disabled={!props.canUndo}>
+      <button className="btn btn-ghost" data-testid="undo" title="Undo (Ctrl+Z)" aria-label="Undo" onClick={props.onUndo} disabled={!props.canUndo}>
         ↶
       </button>
-      <button className="btn btn-ghost" data-testid="redo" title="Redo (Ctrl+Shift+Z)" onClick={props.onRedo} disabled={!props.canRedo}>
+      <button className="btn btn-ghost" data-testid="redo" title="Redo (Ctrl+Shift+Z)" aria-label="Redo" onClick={props.onRedo} disabled={!props.canRedo}>
         ↷
       </button>
       <button className="btn" data-testid="layout" title="Auto-layout (Shift+L)" onClick={props.onLayout}>
