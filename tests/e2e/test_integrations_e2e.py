@@ -59,6 +59,28 @@ def test_a_waiting_run_is_answered_from_its_form(page: Page, server: LiveServer)
     expect(page.get_by_text("No run is waiting for an answer.")).to_be_visible()
 
 
+def test_the_waiting_list_shows_a_page_and_more_on_demand(page: Page, server: LiveServer) -> None:
+    key = server.api.published_app("e2e-many", _review_flow())
+    for n in range(52):
+        assert server.api.run("e2e-many", key, {"draft": f"memo {n}"}).json()["status"] == "waiting"
+    total = server.api.http.get("/api/v1/human/requests", params={"limit": 1}).json()["total"]
+    assert total >= 52
+
+    page.goto("/#/waiting")
+    forms = page.locator('[data-testid^="human-request-"]')
+    expect(forms).to_have_count(50)  # the first page, oldest first
+    expect(page.get_by_text(f"50 of {total} shown")).to_be_visible()
+    page.get_by_test_id("human-more").click()
+    expect(forms).to_have_count(total)
+    expect(page.get_by_test_id("human-more")).to_have_count(0)
+    # Answered, the list starts again from its first page.
+    forms.first.get_by_label("Score").fill("1")
+    forms.first.get_by_role("button", name="reject").click()
+    expect(page.get_by_test_id("human-resumed")).to_be_visible()
+    expect(forms).to_have_count(50)
+    expect(page.get_by_text(f"50 of {total - 1} shown")).to_be_visible()
+
+
 def _map_review_flow() -> dict[str, Any]:
     """Two drafts (the input's default), each approved or rejected by a person in a map item."""
     one = {
