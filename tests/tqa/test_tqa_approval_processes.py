@@ -7,7 +7,8 @@ pauses the conversation (`waiting`) with a human request in the same list as the
 pauses, showing the tool and its input. The server is restarted; the request is approved
 with the CLI and the conversation goes on and completes. Rejected through the signed link,
 the Engineer gets a turn saying so with the comment (and asks again: waiting again); a
-cancel ends a waiting conversation and closes its request.
+cancel ends a waiting conversation and closes its request. An approval whose answering
+process stopped before letting the conversation go on is taken up by the server's sweep.
 """
 
 from __future__ import annotations
@@ -16,10 +17,13 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import create_engine, text
+from sqlalchemy.pool import NullPool
 
 from dagwright.llm.scripted.runner import ScriptedServer
 from support.server import Api, ServerProcess, postgres_schema, subprocess_environment
@@ -187,3 +191,29 @@ def test_a_rejected_call_is_the_engineers_to_read_and_a_cancel_closes_the_wait(
         f"/api/v1/human/requests/{second['id']}/answer", json={"choice": "approve"}
     )
     assert late.status_code == 409
+
+
+def test_an_answer_whose_server_stopped_before_going_on_is_taken_up_by_the_sweep(
+    server: ServerProcess,
+) -> None:
+    api = server.api()
+    conversation_id = ask_async(api, TOTAL)
+    wait_for(api, conversation_id, "waiting")
+    request = approval_of(api, conversation_id)
+    # The request was claimed as approved a while ago, and the conversation never went on:
+    # the answering process stopped in between.
+    assert server.database_url is not None
+    db = create_engine(server.database_url, poolclass=NullPool)
+    try:
+        with db.begin() as conn:
+            conn.execute(
+                text(
+                    "UPDATE human_requests SET status = 'answered', choice = 'approve', "
+                    'answer = \'{"comment": ""}\', answered_at = :at WHERE id = :id'
+                ),
+                {"at": datetime.now(UTC) - timedelta(seconds=60), "id": request["id"]},
+            )
+    finally:
+        db.dispose()
+    done = wait_for(api, conversation_id, "completed")
+    assert done["answer"]["value"] == 3669
