@@ -52,6 +52,7 @@ export function WaitingPage() {
 
 /** What the page says an answer did. */
 export function answeredText(done: Answered): string {
+  if (done.conversation_id) return `Answered: the AutoTQA conversation ${done.conversation_id} goes on.`;
   if (done.run_id !== null) return `Answered: the run goes on as ${done.run_id}.`;
   const more = done.waiting_for ?? 0;
   return more > 0
