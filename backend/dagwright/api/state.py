@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import gc
 import importlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
@@ -135,6 +136,19 @@ def _prepare(
     )
 
 
+def _tune_garbage_collector() -> None:
+    """What start-up built lives as long as the process (modules, routes, schemas, services:
+    about 170,000 objects): frozen, the collector no longer walks it. Under load each full
+    collection walked it all, about a third of a published call's CPU (0.31 ms of 0.92 ms)
+    and pauses of a hundred milliseconds and more that every request in flight waited out.
+    Young collections less often too: a call allocates a few hundred objects, nearly all
+    freed by reference counting, so a collection every 700 allocations mostly found nothing
+    (benchmarks/server_throughput.py: 0.92 -> 0.55 ms of CPU per call, p99 626 -> 362 ms,
+    same load)."""
+    gc.freeze()
+    gc.set_threshold(10_000, 20, 20)
+
+
 @asynccontextmanager
 async def serving(
     app: FastAPI,
@@ -167,9 +181,13 @@ async def serving(
             app.state.human = prepared.human
             app.state.services = prepared.services
             install_routes(prepared.routers)
+            _tune_garbage_collector()
 
         startup.begin(prepare())
         try:
             yield
         finally:
             await startup.settled()
+            # What start-up froze may be collected again (and at exit: native objects in
+            # cycles, DuckDB's types, would be reported leaked).
+            gc.unfreeze()
