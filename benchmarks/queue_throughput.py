@@ -11,6 +11,8 @@ run waits between being queued and a worker starting it (p50/p99).
    (`dagwright worker`): the same load, the same timing; then 60 calls one every 0.2 s
    (a rate the workers keep up with) for the enqueue-to-start latency, each run's
    started_at - created_at, both written by the database's clients on this host.
+4. The workers' own rate: a backlog queued with no worker running, emptied by 1, then 2
+   fresh workers (counted once every worker has registered), the API idle.
 Every process shares the machine's cores (2 here) with PostgreSQL and the load generator:
 a second worker adds executors, not cores.
 
@@ -35,6 +37,7 @@ import time
 import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import UTC, datetime
 from pathlib import Path
 from urllib.parse import quote
 
@@ -190,13 +193,79 @@ def paced_waits(base: str, key: str, db: Engine, count: int, interval: float) ->
         return sorted(float(w) for w in waits)
 
 
+def drain(
+    base: str, key: str, db: Engine, runs: int, count: int, env: dict[str, str], folder: Path
+) -> float:
+    """Runs/s of `count` workers emptying a backlog of `runs` queued with no worker running:
+    the workers' own rate, the API out of the way. Counted from the moment every worker has
+    registered (they start one after the other) to the last run's end."""
+    run_ids = asyncio.run(call_all(base, key, runs))
+    workers = [launch(["worker"], env, folder / f"drain-{count}-{i}") for i in range(count)]
+    try:
+        with db.connect() as conn:
+            registered = text("SELECT count(*) FROM procrastinate_workers")
+            while conn.execute(registered).scalar_one() < count:
+                conn.commit()
+                time.sleep(0.05)
+        start, done_before = datetime.now(UTC), count_finished(db, run_ids)
+        while count_finished(db, run_ids) < len(run_ids):
+            time.sleep(0.05)
+        with db.connect() as conn:
+            last: datetime = conn.execute(
+                text("SELECT max(finished_at) FROM runs WHERE id = ANY(:ids)"), {"ids": run_ids}
+            ).scalar_one()
+    finally:
+        for worker in workers:
+            stop(worker)
+    if last.tzinfo is None:  # stored naive, in UTC
+        last = last.replace(tzinfo=UTC)
+    rate: float = (len(run_ids) - done_before) / (last - start).total_seconds()
+    print(f"drain, {count} worker(s): {rate:.1f} runs/s", flush=True)
+    return rate
+
+
 def percentile(values: list[float], share: float) -> float:
     return values[min(len(values) - 1, int(share * len(values)))]
+
+
+def report(
+    runs: int,
+    backlog: int,
+    baseline: tuple[float, dict[str, float]],
+    results: dict[int, tuple[float, list[float], dict[str, float]]],
+    drains: dict[int, float],
+) -> None:
+    baseline_rate, baseline_cpu = baseline
+    print(f"{runs} async published runs (hello.json), {CLIENTS} concurrent clients")
+    print(
+        f"baseline, in the API process (no queue): {baseline_rate:7.1f} runs/s  "
+        f"CPU per run: api {baseline_cpu['api']:.2f} ms"
+    )
+    for count, (rate, waits, cpu) in results.items():
+        goal = GOAL_ONE_WORKER if count == 1 else results[1][0]
+        p50, p99 = percentile(waits, 0.5), percentile(waits, 0.99)
+        print(
+            f"queue, {count} worker(s): {rate:7.1f} runs/s (goal >= {goal:.0f}; "
+            f"{rate / baseline_rate:.2f}x baseline)  enqueue->start at 1 call/{PACE:g}s: "
+            f"p50 {p50 * 1000:6.1f} ms "
+            f"(goal < {GOAL_P50 * 1000:.0f})  p99 {p99 * 1000:6.1f} ms "
+            f"(goal < {GOAL_P99 * 1000:.0f})  [{len(waits)} runs]  CPU per run: "
+            f"api {cpu['api']:.2f} ms + workers {cpu['workers']:.2f} ms "
+            f"({(cpu['api'] + cpu['workers']) / baseline_cpu['api']:.2f}x baseline; "
+            "PostgreSQL's not counted)"
+        )
+    for count, rate in drains.items():
+        print(
+            f"draining {backlog} queued runs, {count} worker(s) (the API idle): "
+            f"{rate:7.1f} runs/s ({rate / drains[1]:.2f}x 1 worker; goal >= "
+            f"{GOAL_ONE_WORKER if count == 1 else drains[1]:.0f})"
+        )
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=500)
+    parser.add_argument("--drain", type=int, default=2000, help="the backlog the workers empty")
     options = parser.parse_args()
     folder = Path(tempfile.mkdtemp(prefix="dagwright-queue-bench-"))
     with fresh_schema() as url:
@@ -241,27 +310,14 @@ def main() -> None:
                 print(f"{count} worker(s) measured: {rate:.1f} runs/s", flush=True)
             for worker in workers:
                 stop(worker)
+            drains = {
+                count: drain(base, key, db, options.drain, count, queued, folder)
+                for count in (1, 2)
+            }
         finally:
             stop(server)
             db.dispose()
-    print(f"{options.runs} async published runs (hello.json), {CLIENTS} concurrent clients")
-    print(
-        f"baseline, in the API process (no queue): {baseline:7.1f} runs/s  "
-        f"CPU per run: api {baseline_cpu['api']:.2f} ms"
-    )
-    for count, (rate, waits, cpu) in results.items():
-        goal = GOAL_ONE_WORKER if count == 1 else results[1][0]
-        p50, p99 = percentile(waits, 0.5), percentile(waits, 0.99)
-        print(
-            f"queue, {count} worker(s): {rate:7.1f} runs/s (goal >= {goal:.0f}; "
-            f"{rate / baseline:.2f}x baseline)  enqueue->start at 1 call/{PACE:g}s: "
-            f"p50 {p50 * 1000:6.1f} ms "
-            f"(goal < {GOAL_P50 * 1000:.0f})  p99 {p99 * 1000:6.1f} ms "
-            f"(goal < {GOAL_P99 * 1000:.0f})  [{len(waits)} runs]  CPU per run: "
-            f"api {cpu['api']:.2f} ms + workers {cpu['workers']:.2f} ms "
-            f"({(cpu['api'] + cpu['workers']) / baseline_cpu['api']:.2f}x baseline; "
-            "PostgreSQL's not counted)"
-        )
+    report(options.runs, options.drain, (baseline, baseline_cpu), results, drains)
     print(f"logs in {folder}")
 
 
