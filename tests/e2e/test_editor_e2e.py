@@ -248,3 +248,13 @@ def test_a_flow_opens_with_its_template_ports_from_the_server(
     expect(page.locator(".port-pending")).to_have_count(0)
     expect(page.locator(".react-flow__edge")).to_have_count(4)
     assert [url.split("/api/v1")[1] for url in asked] == ["/blocks/ports"]  # one call for all
+
+    # A pasted copy has no answer yet: it is asked for, and shows its ports once known.
+    letter.click()
+    page.keyboard.press("Control+c")
+    page.keyboard.press("Control+v")
+    copy = page.get_by_test_id("node-letter_2")
+    expect(copy).to_be_visible()
+    expect(copy).not_to_have_attribute("data-ports", "pending")
+    expect(page.get_by_test_id("port-letter_2-in-when")).to_be_visible()
+    assert [url.split("/api/v1")[1] for url in asked] == ["/blocks/ports"] * 2
