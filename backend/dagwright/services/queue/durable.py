@@ -31,6 +31,8 @@ from dagwright.store.models import FINAL_STATUSES
 log = logging.getLogger(__name__)
 
 NOT_RETRYABLE: Final = "not_retryable"
+# What running a conversation answers when another process took it over (tqa/durable.py).
+SUPERSEDED: Final = "superseded"
 
 
 def begun_unretryable(nodes: list[NodeRecord]) -> NodeRecord | None:

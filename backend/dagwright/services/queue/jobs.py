@@ -183,3 +183,23 @@ def defer_conversation(app: procrastinate.App, conn: Connection, conversation_id
         connection=conn.connection.driver_connection,
     )
     return deferrer.defer(conversation_id=conversation_id)
+
+
+async def defer_conversation_again(app: procrastinate.App, conversation_id: str) -> None:
+    """Queue another job of a conversation whose worker was taken over (tqa/durable.py).
+
+    The sweep gives a worker that was only slow, not dead, the same job back to another, and
+    the first, stopping at its next turn, finishes that job: were the second to die then, no
+    job would be left to resume the conversation. This job waits under the conversation's
+    lock while one runs, and finds it ended if it did; at most one waits (its queueing
+    lock)."""
+    key = f"conversation:{conversation_id}"
+    deferrer = app.configure_task(
+        CONVERSATION_TASK,
+        queue=QUEUE,
+        priority=int(Priority.INTERACTIVE),
+        lock=key,
+        queueing_lock=f"{key}:again",
+    )
+    with contextlib.suppress(AlreadyEnqueued):
+        await deferrer.defer_async(conversation_id=conversation_id)

@@ -30,7 +30,7 @@ from procrastinate.job_context import JobContext
 from procrastinate.jobs import Job, Status
 from procrastinate.retry import BaseRetryStrategy, RetryDecision
 
-from dagwright.services.queue.durable import DurableRunner
+from dagwright.services.queue.durable import SUPERSEDED, DurableRunner
 from dagwright.services.queue.jobs import (
     CONVERSATION_TASK,
     EVALUATION_TASK,
@@ -39,6 +39,7 @@ from dagwright.services.queue.jobs import (
     QUEUE,
     TASK,
     conninfo,
+    defer_conversation_again,
     defer_examples,
     defer_finish,
 )
@@ -105,7 +106,10 @@ def worker_app(
 
     @app.task(name=CONVERSATION_TASK, queue=QUEUE, retry=hand_over)
     async def converse(conversation_id: str) -> str:
-        return await runner.converse(conversation_id)
+        status = await runner.converse(conversation_id)
+        if status == SUPERSEDED:
+            await defer_conversation_again(app, conversation_id)
+        return status
 
     return app
 
