@@ -135,6 +135,14 @@ async def test_examples_run_in_chunks_keep_one_result_each(
     assert (ids, done) == (["q1", "q2", "q3"], set())
     assert evaluations.get(row.id).status == "running"
 
+    # Cancelled (queue mode: through any replica), its chunks run nothing more.
+    assert evaluations.cancel_queued(row.id).status == "interrupted"
+    with pytest.raises(ConflictError):
+        evaluations.cancel_queued(row.id)
+    assert await evaluations.run_examples(row.id, ["q2", "q3"]) is False
+    assert evaluations.rows(row.id) == []
+    assert evaluations.plan(row.id)[1] == set()  # planned again: running
+
     assert await evaluations.run_examples(row.id, ["q2", "q3"]) is False
     first = {r.example_id: r.run_id for r in evaluations.rows(row.id)}
     assert set(first) == {"q2", "q3"}

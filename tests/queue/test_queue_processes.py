@@ -30,6 +30,7 @@ from support.server import (
     ServerProcess,
     WorkerProcess,
     edge,
+    error_of,
     flow,
     node,
     postgres_schema,
@@ -354,6 +355,78 @@ def test_an_evaluation_spreads_over_the_workers_and_survives_a_killed_one(
     assert {status for _, status in rows} == {"succeeded"}
     logs = "".join(w.output() for w in [*cluster.workers, worker])
     assert logs.count(f"evaluation {evaluation_id} scored") == 1
+
+
+def test_an_evaluation_cancelled_through_either_server_stops_on_every_worker(
+    cluster: Cluster,
+) -> None:
+    first, second = cluster.api(0), cluster.api(1)
+    first.published_app("slow-judged", tally_flow(cluster.tally, seconds=1.0))
+    examples = 30
+    path = cluster.servers[0].data_dir / "sources" / "stopped.jsonl"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        "".join(
+            json.dumps({"id": f"e{i}", "question": f"q{i}", "answer": f"q{i}"}) + "\n"
+            for i in range(examples)
+        )
+    )
+    created = first.http.post(
+        "/api/v1/datasets", json={"name": "stopped", "kind": "generic", "path": str(path)}
+    )
+    assert created.status_code == 201, created.text
+    body = {
+        "app": "slow-judged",
+        "dataset": "stopped",
+        "inputs": {"value": "question"},
+        "output": "value",
+        "concurrency": 4,
+    }
+    started = first.http.post("/api/v1/evaluations", json=body)
+    assert started.status_code == 202, started.text
+    evaluation_id = started.json()["id"]
+
+    def results() -> int:
+        count: int = cluster.scalar(
+            "SELECT count(*) FROM eval_results WHERE evaluation_id = :e", e=evaluation_id
+        )
+        return count
+
+    cluster.wait_for("some examples done", lambda: results() >= 2)
+    cancelled = second.http.post(f"/api/v1/evaluations/{evaluation_id}/cancel")
+    assert cancelled.status_code == 202, cancelled.text
+    assert first.http.get(f"/api/v1/evaluations/{evaluation_id}").json()["status"] == (
+        "interrupted"
+    )
+    again = second.http.post(f"/api/v1/evaluations/{evaluation_id}/cancel")
+    assert error_of(again, 409)["code"] == "evaluation_not_running"
+    # Every chunk job of it is taken and ends (each finishes the example it was running).
+    cluster.wait_for(
+        "its chunk jobs gone",
+        lambda: (
+            cluster.scalar(
+                "SELECT count(*) FROM procrastinate_jobs WHERE args->>'evaluation_id' = :e "
+                "AND status IN ('todo', 'doing')",
+                e=evaluation_id,
+            )
+            == 0
+        ),
+        timeout=60,
+    )
+    stopped_at = results()
+    assert stopped_at < examples
+    assert first.http.get(f"/api/v1/evaluations/{evaluation_id}").json()["done"] == stopped_at
+    # Started again, it goes on with the examples left: one result each, scored.
+    resumed = first.http.post("/api/v1/evaluations", json=body)
+    assert resumed.status_code == 202, resumed.text
+    assert resumed.json()["id"] == evaluation_id
+
+    def completed() -> bool:
+        state = first.http.get(f"/api/v1/evaluations/{evaluation_id}").json()
+        return bool(state["status"] == "completed")
+
+    cluster.wait_for("the resumed evaluation completed", completed, timeout=120)
+    assert results() == examples
 
 
 def state_is_running(api: Api, evaluation_id: str) -> bool:

@@ -310,20 +310,18 @@ class EvaluationService:
 
     async def run_examples(self, evaluation_id: str, example_ids: Sequence[str]) -> bool:
         """Runs those of `example_ids` that have no result yet, one after the other, each
-        result recorded as it comes (once: a result already there is kept). Returns True
-        when every example of the evaluation has a result. Nothing runs once the evaluation
-        is complete."""
+        result recorded as it comes (once: a result already there is kept), while the
+        evaluation is running: none once it is complete, none after it was cancelled
+        (cancel_queued; the one running then finishes). Returns True when every example of
+        the evaluation has a result."""
         row, version, todo = await asyncio.to_thread(
             self._examples_to_run, evaluation_id, example_ids
         )
-        if todo:
-            await run_batch(
-                self._tasks(row, todo),
-                len(todo),
-                self._target(row, version),
-                self._sink(row.id),
-                concurrency=1,
-            )
+        target, sink = self._target(row, version), self._sink(row.id)
+        for task in self._tasks(row, todo):
+            if (await asyncio.to_thread(self.get, row.id)).status != "running":
+                break
+            await run_batch([task], 1, target, sink, concurrency=1)
         return len(await asyncio.to_thread(self.done_ids, row.id)) >= row.total
 
     def _examples_to_run(
@@ -333,13 +331,28 @@ class EvaluationService:
         if row.app_id is None or row.version_id is None:
             raise ConflictError(f"evaluation {row.id} has no app version to run")
         version = self._apps.get_version(row.app_id, row.version_id)
-        if row.status == "completed":
+        if row.status != "running":  # complete, or cancelled (cancel_queued)
             return row, version, []
         done = self.done_ids(row.id)
         wanted = [key for key in example_ids if key not in done]
         with session(self._db) as db:
             examples = DatasetRepository(db).examples_by_id(row.dataset_id, row.split, wanted)
         return row, version, examples
+
+    def cancel_queued(self, evaluation_id: str) -> Evaluation:
+        """Stop an evaluation run by the queue's workers: "interrupted", so its chunks run no
+        further example (each finishes the one it is running); its results are kept, and
+        starting it again goes on with the examples left. ConflictError when it is not
+        running."""
+        with session(self._db) as db:
+            stopped = EvaluationRepository(db).stop(evaluation_id)
+            db.commit()
+        if not stopped:
+            row = self.get(evaluation_id)  # NotFoundError for an unknown one
+            raise ConflictError(
+                f"evaluation {row.id} is not running ({row.status})", "evaluation_not_running"
+            )
+        return self.get(evaluation_id)
 
     def finish(self, evaluation_id: str) -> Evaluation:
         """Scores the evaluation unless it is complete already (scored then, by another)."""

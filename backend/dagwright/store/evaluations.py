@@ -153,6 +153,15 @@ class EvaluationRepository:
             update(Evaluation).where(col(Evaluation.id) == evaluation_id).values(status=status)
         )
 
+    def stop(self, evaluation_id: str) -> bool:
+        """A running evaluation becomes "interrupted"; False when it was not running."""
+        stopped = self._db.exec(
+            update(Evaluation)
+            .where(col(Evaluation.id) == evaluation_id, col(Evaluation.status) == "running")
+            .values(status="interrupted")
+        )
+        return bool(stopped.rowcount)
+
     def finish(
         self, evaluation_id: str, aggregate: dict[str, Any], finished_at: datetime | None
     ) -> None:

@@ -686,6 +686,7 @@ export interface paths {
         /**
          * Cancel Evaluation
          * @description Stops a running evaluation (its finished examples are kept: POST it again to resume).
+         *     In queue mode, through any replica: the workers running its examples start no other.
          */
         post: operations["cancel_evaluation_api_v1_evaluations__evaluation_id__cancel_post"];
         delete?: never;

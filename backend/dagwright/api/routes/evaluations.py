@@ -280,9 +280,13 @@ async def evaluation_results(
 
 
 @admin.post("/evaluations/{evaluation_id}/cancel", status_code=202)
-async def cancel_evaluation(evaluation_id: str, request: Request) -> dict[str, Any]:
-    """Stops a running evaluation (its finished examples are kept: POST it again to resume)."""
-    _running(request).cancel(evaluation_id)
+async def cancel_evaluation(evaluation_id: str, request: Request, s: Deps) -> dict[str, Any]:
+    """Stops a running evaluation (its finished examples are kept: POST it again to resume).
+    In queue mode, through any replica: the workers running its examples start no other."""
+    if s.queue is not None:
+        await asyncio.to_thread(_evaluations(s).cancel_queued, evaluation_id)
+    else:
+        _running(request).cancel(evaluation_id)
     return {"id": evaluation_id, "cancelled": True}
 
 
