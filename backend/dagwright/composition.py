@@ -381,9 +381,12 @@ class Composition:
         tables installed in the database first); else None."""
 
         def build() -> RunQueue | None:
+            settings = self.queue_settings()
+            if not settings.enabled:
+                return None  # without importing the queue (Procrastinate, psycopg: ~0.2 s)
             from dagwright.services.queue.submit import run_queue
 
-            return run_queue(self.runs(), self.settings.database_url, self.queue_settings())
+            return run_queue(self.runs(), self.settings.database_url, settings)
 
         return self._once("run_queue", build)
 

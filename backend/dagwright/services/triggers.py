@@ -22,7 +22,7 @@ import json
 import logging
 from collections.abc import Mapping
 from datetime import UTC, datetime, timedelta
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from sqlalchemy import Engine
@@ -31,14 +31,16 @@ from dagwright.errors import AuthError, DagwrightError, InputError, NotFoundErro
 from dagwright.registry.services import Secrets
 from dagwright.secrets import check_secret_name
 from dagwright.services.apps import AppService
-from dagwright.services.queue.jobs import Priority
-from dagwright.services.queue.submit import RunQueue
 from dagwright.services.runs.service import RunService
 from dagwright.store.db import session
 from dagwright.store.models import utcnow
 from dagwright.store.paging import DEFAULT_LIMIT, Page, window
 from dagwright.store.trigger_models import Trigger, TriggerFiring
 from dagwright.store.triggers import TriggerRepository
+
+if TYPE_CHECKING:
+    # Queue mode only: Procrastinate and psycopg load with it (about 0.2 s at start-up).
+    from dagwright.services.queue.submit import RunQueue
 
 log = logging.getLogger(__name__)
 
@@ -257,6 +259,8 @@ class TriggerService:
             version = await asyncio.to_thread(self.apps.get_version, trigger.app_id, "published")
             plan = await asyncio.to_thread(self.apps.compiled, version)
             if self.queue is not None:
+                from dagwright.services.queue.jobs import Priority
+
                 run_id = await self.queue.submit(
                     plan,
                     inputs,
