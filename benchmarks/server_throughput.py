@@ -10,7 +10,8 @@
    target (`--load-generator wrk|python` chooses).
 3. Checks that every answered request is a recorded run (the runs table's count).
 4. Restarts the server (one process) on the same data and times spawn -> first answered
-   published call.
+   published call (which waits for the whole start-up: the health check answers before,
+   api/startup.py; benchmarks/cold_start.py measures both).
 The server runs one process per core (`dagwright serve --workers N`; --workers here).
 
 Targets: at least 1,500 requests/s with p99 <= 100 ms; cold start under 1.5 s.
