@@ -45,7 +45,7 @@ def test_every_route_answers_once_the_health_check_has(tmp_path: Path) -> None:
 def test_a_failed_start_up_answers_503_naming_the_reason(tmp_path: Path) -> None:
     url = f"postgresql+psycopg://dagwright@127.0.0.1:{closed_port()}/none"
     settings = ServerSettings(data_dir=tmp_path, database_url=url, replica="doomed")
-    with server_environment(), serve_in_thread(settings) as base_url:
+    with server_environment(), serve_in_thread(settings, ready=False) as base_url:
         for path in ("/api/v1/apps", "/api/v1/ready", "/api/v1/health"):
             response = httpx.get(f"{base_url}{path}", timeout=30.0)
             assert response.status_code == 503, (path, response.text)

@@ -338,8 +338,9 @@ def free_port() -> int:
 
 
 @contextmanager
-def serve_in_thread(settings: ServerSettings) -> Iterator[str]:
-    """uvicorn running `create_app(settings)` in a thread; yields its base URL."""
+def serve_in_thread(settings: ServerSettings, *, ready: bool = True) -> Iterator[str]:
+    """uvicorn running `create_app(settings)` in a thread; yields its base URL once it
+    listens and (`ready`) its start-up is done (GET /api/v1/ready, api/startup.py)."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     sock.bind(("127.0.0.1", 0))
@@ -369,6 +370,12 @@ def serve_in_thread(settings: ServerSettings) -> Iterator[str]:
             if time.monotonic() > deadline:
                 raise RuntimeError("the test server did not start within 20 s")
             time.sleep(0.01)
+        if ready:  # still in the data directory: start-up's thread reads the settings too
+            answer = httpx.get(f"http://127.0.0.1:{port}/api/v1/ready", timeout=60.0)
+            if answer.status_code != 200:
+                server.should_exit = True
+                thread.join(15)
+                raise RuntimeError(f"the test server's start-up failed: {answer.text}")
     finally:
         os.chdir(cwd)
     try:
@@ -503,9 +510,9 @@ class ServerProcess(ChildProcess):
     def _until_started(self, deadline: float) -> None:
         """The health check answers as soon as the server listens; every other route waits
         for start-up (migrations, the queue's tables, the services) and answers 503 if it
-        failed. Any answer of one of them but 503 says start-up is done."""
+        failed; GET /api/v1/ready answers once it is done."""
         response = httpx.get(
-            f"{self.base_url}/api/v1/apps", timeout=max(1.0, deadline - time.monotonic())
+            f"{self.base_url}/api/v1/ready", timeout=max(1.0, deadline - time.monotonic())
         )
         if response.status_code == 503:
             self.kill()
