@@ -227,6 +227,27 @@ describe("DebugPanel", () => {
     expect(within(screen.getByTestId("debug-timeline")).getByTestId("gantt-draft")).toBeTruthy();
   });
 
+  it("ignores a past run's record that arrives after a newer run started", async () => {
+    // Run A is clicked, then Run is pressed before A's record arrives: A's late record must
+    // not replace the new run, nor may the new run's events apply on top of A.
+    const stale = { ...fixtures.parallelChatRecord, id: "stale-run-a", status: "failed", nodes: [] };
+    routes["GET /api/v1/runs"] = () => jsonResponse({ items: [stale], total: 1, offset: 0, limit: 20 });
+    let release: () => void = () => undefined;
+    routes["GET /api/v1/runs/stale-run-a"] = () =>
+      new Promise<Response>((resolve) => (release = () => resolve(jsonResponse(stale))));
+    routes["POST /api/v1/runs/debug"] = () => streamOf(fixtures.parallelChatSse);
+    render(<Harness flow={flow} />);
+    fireEvent.click(await screen.findByTestId("debug-run-stale-run-a"));
+    await waitFor(() => expect(calls.some((c) => c.url === "/api/v1/runs/stale-run-a")).toBe(true));
+    fireEvent.click(screen.getByTestId("run"));
+    await waitFor(() => expect(screen.getByTestId("run-status").textContent).toBe("succeeded"));
+    release();
+    await new Promise((r) => setTimeout(r, 50));
+    expect(screen.getByTestId("run-status").textContent).toBe("succeeded");
+    expect(screen.queryByText(/past run/)).toBeNull();
+    expect(screen.getByTestId("debug-node-draft").getAttribute("data-status")).toBe("succeeded");
+  });
+
   it("chats with a conversational flow: each message runs it, the reply streams in", async () => {
     const chatFlow: FlowDocument = {
       format: "dagwright.flow",

@@ -196,15 +196,15 @@ export function followRunEvents(runId: string, signal: AbortSignal): Promise<Res
   return openStream(`/api/v1/runs/${encodeURIComponent(runId)}/events`, { signal });
 }
 
-export function getRun(runId: string): Promise<RunRecord> {
-  return request<RunRecord>("GET", `/api/v1/runs/${encodeURIComponent(runId)}`);
+export function getRun(runId: string, signal?: AbortSignal): Promise<RunRecord> {
+  return request<RunRecord>("GET", `/api/v1/runs/${encodeURIComponent(runId)}`, undefined, { signal });
 }
 
 export function cancelRun(runId: string): Promise<RunRecord> {
   return request<RunRecord>("POST", `/api/v1/runs/${encodeURIComponent(runId)}/cancel`);
 }
 
-export function listRuns(app: string, offset: number, limit: number): Promise<Page<RunRecord>> {
+export function listRuns(app: string, offset: number, limit: number, signal?: AbortSignal): Promise<Page<RunRecord>> {
   const query = new URLSearchParams({ app, offset: String(offset), limit: String(limit) });
-  return request<Page<RunRecord>>("GET", `/api/v1/runs?${query}`);
+  return request<Page<RunRecord>>("GET", `/api/v1/runs?${query}`, undefined, { signal });
 }

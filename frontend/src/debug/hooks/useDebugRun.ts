@@ -52,6 +52,9 @@ export function useDebugRun(args: {
   const runRef = useRef<RunState>(run); // ahead of `run` by at most one animation frame
   const frameRef = useRef<number | null>(null);
   const abortRef = useRef<AbortController | null>(null);
+  // A past run's record on its way (openRun): a newer openRun or run aborts it, so a late
+  // record never replaces the run shown since.
+  const openingRef = useRef<AbortController | null>(null);
   const [streaming, setStreaming] = useState(false);
   const [conn, setConn] = useState<{ status: ConnectionStatus; attempt: number }>({ status: "closed", attempt: 0 });
   const [error, setError] = useState<PanelError | null>(null);
@@ -79,6 +82,7 @@ export function useDebugRun(args: {
   useEffect(
     () => () => {
       abortRef.current?.abort();
+      openingRef.current?.abort();
       if (frameRef.current !== null) cancelRaf(frameRef.current);
     },
     [],
@@ -95,6 +99,8 @@ export function useDebugRun(args: {
 
   const follow = useCallback(
     async (open: (signal: AbortSignal) => Promise<Response>, initial: RunState): Promise<Outcome> => {
+      openingRef.current?.abort();
+      openingRef.current = null;
       abortRef.current?.abort();
       const controller = new AbortController();
       abortRef.current = controller;
@@ -156,11 +162,16 @@ export function useDebugRun(args: {
     async (id: string) => {
       abortRef.current?.abort(); // stop following a live run (it goes on on the server)
       abortRef.current = null;
+      openingRef.current?.abort();
+      const opening = new AbortController();
+      openingRef.current = opening;
       setStreaming(false);
       setConn({ status: "closed", attempt: 0 });
       setError(null);
       try {
-        const record = await getRun(id);
+        const record = await getRun(id, opening.signal);
+        if (opening.signal.aborted) return; // another run was opened or started meanwhile
+        openingRef.current = null;
         if (record.status === "running") {
           // Still going: follow it from its first event.
           await follow((signal) => followRunEvents(id, signal), startingState(flowNodes));
@@ -168,7 +179,7 @@ export function useDebugRun(args: {
           commitNow(fromRecord(record, flowNodes));
         }
       } catch (e) {
-        setError(describeError(e));
+        if (!opening.signal.aborted) setError(describeError(e));
       }
     },
     [flowNodes, follow, commitNow],
