@@ -2,6 +2,7 @@ import { cleanup, fireEvent, render, screen, waitFor, within } from "@testing-li
 import { useState } from "react";
 import { afterEach, beforeEach, describe, expect, it, vi } from "vitest";
 import type { NodeRunState } from "../api/types";
+import type { HumanRequest } from "../integrations/api";
 import { DebugPanel } from "./DebugPanel";
 import { byteStream, fixtures, jsonResponse, rawEvents, sseResponse } from "./testutil";
 import type { FlowDocument } from "./types";
@@ -74,6 +75,22 @@ function Harness({
 }
 
 const flow = fixtures.parallelChatFlow;
+
+// The run of fixtures.mapWaitingSse and the request its map item "memo" waits on.
+const WAITING_RUN = "7fee90236ca04a8a86bbb883efc0d826";
+const askRequest: HumanRequest = {
+  id: "dd166500d0704667a485febbbeb1bce0",
+  run_id: WAITING_RUN,
+  app_id: null,
+  node: "each[1]/ask",
+  message: "Approve memo?",
+  form: { fields: [], choices: ["approve", "reject"] },
+  status: "waiting",
+  choice: null,
+  resumed_run_id: null,
+  expires_at: null,
+  created_at: "2026-11-27T08:00:00Z",
+};
 
 describe("DebugPanel", () => {
   it("runs the graph and shows every node live, the inspector, the timeline and past runs", { timeout: 15000 }, async () => {
@@ -277,5 +294,21 @@ describe("DebugPanel", () => {
     );
     expect(document.querySelector(".dw-msg-user")!.textContent).toContain("Who is Tom?");
     expect(within(document.querySelector(".dw-msg-assistant") as HTMLElement).getByText("scripted")).toBeTruthy();
+  });
+
+  it("shows a paused run as waiting, with its request's form, not as failed", async () => {
+    routes["POST /api/v1/runs/debug"] = () => streamOf(fixtures.mapWaitingSse);
+    routes["GET /api/v1/human/requests"] = () => jsonResponse({ items: [askRequest], total: 1, offset: 0, limit: 200 });
+    render(<Harness flow={fixtures.mapWaitingFlow} />);
+    fireEvent.click(screen.getByTestId("run"));
+    await waitFor(() => expect(screen.getByTestId("run-status").textContent).toBe("waiting"));
+    await screen.findByTestId("human-request-each[1]/ask");
+    expect(screen.getByText("The run waits for an answer")).toBeTruthy();
+    expect(screen.queryByText(/The run failed/)).toBeNull();
+    expect(screen.getByTestId("cancel")).toBeTruthy(); // a waiting run can be cancelled
+    fireEvent.click(screen.getByTestId("debug-node-each"));
+    const rerun = screen.getByTestId("rerun-from-node") as HTMLButtonElement;
+    expect(rerun.disabled).toBe(true);
+    expect(rerun.title).toMatch(/waits for an answer/);
   });
 });

@@ -69,7 +69,9 @@ export function DebugPanel({ flow, appSlug, selectedNodeId, onSelectNode, onNode
     ? "Run the flow first: a re-run reuses the outputs of a recorded run"
     : busy
       ? "Wait for the current run to finish"
-      : !isFinal(run.phase)
+      : run.phase === "waiting"
+        ? "The run waits for an answer: answer it first (a re-run needs a finished run)"
+        : !isFinal(run.phase)
         ? "The run has not finished"
         : !inFlow
           ? "This node is not in the current flow"

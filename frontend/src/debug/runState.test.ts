@@ -4,6 +4,8 @@ import {
   applyMessage,
   fromRecord,
   idleState,
+  isFinal,
+  isPaused,
   mergeRecord,
   nodeRunStates,
   runScripted,
@@ -200,5 +202,38 @@ describe("stored runs", () => {
     expect(streamedSoFar.length).toBeGreaterThan(0);
     expect(merged.nodes.draft.tokens).toEqual(partial.nodes.draft.tokens);
     expect(mergeRecord(merged, fixtures.parallelChatRecord).nodes.draft.scripted).toBe(true);
+  });
+});
+
+describe("a run that stops to wait for a person", () => {
+  // A real stream: a map over three drafts whose second asks a person (human_input).
+  const nodes = (fixtures.mapWaitingFlow.nodes ?? []).map((n) => ({ id: n.id, block: n.block }));
+  const messages = messagesOf(fixtures.mapWaitingSse);
+
+  it("is waiting once run_finished says so (its status failed, its code the pause's)", () => {
+    const finishedAt = messages.findIndex((m) => m.event === "run_finished");
+    const finished = JSON.parse(messages[finishedAt].data) as { status: string; error: { code: string } };
+    expect([finished.status, finished.error.code]).toEqual(["failed", "waiting_for_human"]);
+    const state = messages.slice(0, finishedAt + 1).reduce(applyMessage, startingState(nodes));
+    expect(state.phase).toBe("waiting");
+    expect(isPaused(state)).toBe(true);
+    expect(isFinal(state.phase)).toBe(false);
+  });
+
+  it("stays waiting with the recorded result, and so does its stored record", () => {
+    const state = messages.reduce(applyMessage, startingState(nodes));
+    expect(state.phase).toBe("waiting");
+    expect(state.done).toBe(true);
+    expect(state.error?.code).toBe("waiting_for_human");
+    const record = { ...fixtures.parallelChatRecord, status: "waiting", error: state.error };
+    const stored = fromRecord(record);
+    expect(stored.phase).toBe("waiting");
+    expect(isPaused(stored)).toBe(true);
+  });
+
+  it("a failed run is not paused", () => {
+    const failed = reduce(messagesOf(fixtures.failSse));
+    expect(failed.phase).toBe("failed");
+    expect(isPaused(failed)).toBe(false);
   });
 });

@@ -42,6 +42,7 @@ export type RunPhase =
   | "idle"
   | "starting" // the request is sent, no event yet
   | "running"
+  | "waiting" // stopped at human_input nodes (recorded `waiting`): an answer makes it go on
   | "succeeded"
   | "failed"
   | "cancelled"
@@ -75,8 +76,17 @@ const MAX_MESSAGES = 200;
 export const LLM_BLOCKS = new Set(["chat", "chat_json", "chat_samples", "completion", "embedding"]);
 const FINAL_PHASES = new Set<RunPhase>(["succeeded", "failed", "cancelled", "interrupted"]);
 
+/** The error code of a run that stopped to wait for a person (runtime/pause.py). */
+export const WAITING_FOR_HUMAN = "waiting_for_human";
+
+/** Over for good; a waiting run is not: an answer makes it go on. */
 export function isFinal(phase: RunPhase): boolean {
   return FINAL_PHASES.has(phase);
+}
+
+/** The run stopped to wait for a person: its requests are to be answered, it did not fail. */
+export function isPaused(run: RunState): boolean {
+  return run.phase === "waiting";
 }
 
 /** A node with nothing known of it yet. */
@@ -234,7 +244,8 @@ export function applyEvent(state: RunState, event: RunEvent): RunState {
     case "run_finished":
       return {
         ...next,
-        phase: event.status,
+        // The event says "failed" with the pause's code; the run is recorded as waiting.
+        phase: event.error?.code === WAITING_FOR_HUMAN ? "waiting" : event.status,
         outputs: event.outputs,
         duration: event.duration,
         error: event.error,
@@ -283,7 +294,7 @@ export function applyResult(state: RunState, result: RunResult): RunState {
 }
 
 function isPhase(status: string): status is RunPhase {
-  return ["running", "succeeded", "failed", "cancelled", "interrupted"].includes(status);
+  return ["running", "waiting", "succeeded", "failed", "cancelled", "interrupted"].includes(status);
 }
 
 /** A stored answer of dagwright's scripted model. The stored trace keeps no flag (the live

@@ -3,14 +3,7 @@
 
 import { useCallback, useEffect, useState } from "react";
 import { humanApi, type HumanRequest } from "../../integrations/api";
-import type { RunState } from "../runState";
-
-/** The code of a run that stopped to wait for a person (runtime/pause.py). */
-export const WAITING_FOR_HUMAN = "waiting_for_human";
-
-export function isPaused(run: RunState): boolean {
-  return run.error?.code === WAITING_FOR_HUMAN;
-}
+import { isPaused, type RunState } from "../runState";
 
 export function useWaitingRequests(run: RunState): {
   requests: HumanRequest[];

@@ -3,13 +3,12 @@
 
 import { isFinal } from "../runState";
 import type { DebugRun } from "../hooks/useDebugRun";
-import { isPaused } from "../hooks/useWaitingRequests";
 import { ErrorBox } from "./ErrorBox";
 
 export function RunAlerts({ debug, onSelectNode }: { debug: DebugRun; onSelectNode: (id: string | null) => void }) {
   const { run, conn, error, streaming: busy } = debug;
-  // A run that stopped to wait for a person did not fail: WaitingForms shows its forms.
-  const runFailed = run.error && isFinal(run.phase) && run.phase !== "succeeded" && !isPaused(run);
+  // A waiting run (its error says what it waits for) is not final: WaitingForms shows its forms.
+  const runFailed = run.error && isFinal(run.phase) && run.phase !== "succeeded";
   return (
     <>
       {conn.status === "reconnecting" && (

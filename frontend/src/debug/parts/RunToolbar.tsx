@@ -21,7 +21,8 @@ export function RunToolbar({ debug, onRun, onUseInputs }: {
           ▶ Run
         </button>
       )}
-      {(busy || (run.runId !== null && run.phase === "running")) && (
+      {/* A waiting run can be cancelled too: its requests close. */}
+      {(busy || (run.runId !== null && (run.phase === "running" || run.phase === "waiting"))) && (
         <button type="button" className="dw-danger" data-testid="cancel" onClick={() => void debug.cancel()} disabled={cancelling}>
           {cancelling ? "Cancelling…" : "Cancel"}
         </button>
