@@ -85,11 +85,11 @@ export const humanApi = {
     request<Page<HumanRequest>>("GET", `${REQUESTS}?${new URLSearchParams({ offset: String(offset), limit: String(limit) })}`),
   /** Every request one run waits on (the debug panel's run), following the pages: a map
    *  whose items all ask holds one per item. */
-  ofRun: async (runId: string) => {
+  ofRun: async (runId: string, signal?: AbortSignal) => {
     const items: HumanRequest[] = [];
     for (;;) {
       const query = new URLSearchParams({ run_id: runId, offset: String(items.length), limit: String(MAX_PAGE) });
-      const page = await request<Page<HumanRequest>>("GET", `${REQUESTS}?${query}`);
+      const page = await request<Page<HumanRequest>>("GET", `${REQUESTS}?${query}`, undefined, { signal });
       items.push(...page.items);
       if (page.items.length === 0 || items.length >= page.total) return items;
     }

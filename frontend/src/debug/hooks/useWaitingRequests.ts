@@ -1,31 +1,49 @@
 // The requests a paused debug run waits on (human_input nodes, also inside map items and
-// sub-flows): fetched once the run has stopped to wait, dropped when another run is shown.
+// sub-flows): fetched once the run has stopped to wait. What was fetched is kept with the run
+// it is of, so a late answer about a run no longer shown is never shown (nor answered with the
+// canvas's flow); a newer fetch aborts the one still on its way.
 
-import { useCallback, useEffect, useState } from "react";
+import { useCallback, useEffect, useRef, useState } from "react";
 import { humanApi, type HumanRequest } from "../../integrations/api";
 import { isPaused, type RunState } from "../runState";
+
+interface Loaded {
+  runId: string;
+  requests: HumanRequest[];
+  error: string | null;
+}
 
 export function useWaitingRequests(run: RunState): {
   requests: HumanRequest[];
   error: string | null;
   reload: () => void;
 } {
-  const paused = isPaused(run) && run.runId !== null;
-  const runId = paused ? run.runId : null;
-  const [requests, setRequests] = useState<HumanRequest[]>([]);
-  const [error, setError] = useState<string | null>(null);
-  const reload = useCallback(() => {
-    if (runId === null) return;
-    humanApi.ofRun(runId).then(
-      (items) => (setRequests(items.filter((r) => r.status === "waiting")), setError(null)),
-      (e: unknown) => setError(e instanceof Error ? e.message : String(e)),
+  const runId = isPaused(run) ? run.runId : null;
+  const [loaded, setLoaded] = useState<Loaded | null>(null);
+  const fetching = useRef<AbortController | null>(null);
+  const load = useCallback((): AbortController | null => {
+    fetching.current?.abort();
+    fetching.current = null;
+    if (runId === null) return null;
+    const controller = new AbortController();
+    fetching.current = controller;
+    humanApi.ofRun(runId, controller.signal).then(
+      (items) => {
+        if (!controller.signal.aborted) setLoaded({ runId, requests: items.filter((r) => r.status === "waiting"), error: null });
+      },
+      (e: unknown) => {
+        if (controller.signal.aborted) return;
+        const error = e instanceof Error ? e.message : String(e);
+        setLoaded((prev) => ({ runId, requests: prev?.runId === runId ? prev.requests : [], error }));
+      },
     );
+    return controller;
   }, [runId]);
   useEffect(() => {
-    // eslint-disable-next-line react-hooks/set-state-in-effect -- another run: its requests, not the last one's
-    setRequests([]);
-    setError(null);
-    reload();
-  }, [reload]);
-  return { requests, error, reload };
+    const controller = load();
+    return () => controller?.abort();
+  }, [load]);
+  const reload = useCallback(() => void load(), [load]);
+  const shown = loaded !== null && loaded.runId === runId ? loaded : null;
+  return { requests: shown?.requests ?? [], error: shown?.error ?? null, reload };
 }
