@@ -144,6 +144,10 @@ async def test_examples_run_in_chunks_keep_one_result_each(
     assert evaluations.plan(row.id)[1] == set()  # planned again: running
 
     assert await evaluations.run_examples(row.id, ["q2", "q3"]) is False
+    progress = evaluations.stored_progress(row.id)
+    assert (progress["total"], progress["done"], progress["errors"]) == (3, 2, 0)
+    assert progress["rate"] > 0  # both runs finished within the last minute
+    assert progress["eta"] is not None
     first = {r.example_id: r.run_id for r in evaluations.rows(row.id)}
     assert set(first) == {"q2", "q3"}
     # A chunk taken up again (its worker stopped) runs only what has no result.

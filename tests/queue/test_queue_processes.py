@@ -321,6 +321,10 @@ def test_an_evaluation_spreads_over_the_workers_and_survives_a_killed_one(
     def spread_and_partly_done() -> bool:
         state = api.http.get(f"/api/v1/evaluations/{evaluation_id}").json()
         seen.append(state["done"])
+        if state["status"] == "running":  # progress from the stored results, any worker's
+            assert state["progress"]["total"] == examples
+            assert state["progress"]["done"] == state["done"]
+            assert state["progress"]["errors"] == 0
         on = replica_names(cluster, eval_runs)
         return len(on) == 2 and 0 < state["done"] < examples
 

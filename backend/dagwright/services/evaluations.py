@@ -17,6 +17,7 @@ import logging
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from datetime import timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -338,6 +339,26 @@ class EvaluationService:
         with session(self._db) as db:
             examples = DatasetRepository(db).examples_by_id(row.dataset_id, row.split, wanted)
         return row, version, examples
+
+    def stored_progress(self, evaluation_id: str, window: float = 60.0) -> dict[str, Any]:
+        """Progress as the stored results tell it, wherever the examples run (queue mode: on
+        the workers): of the whole evaluation, with the rate of the last `window` seconds
+        and the ETA at that rate. The same keys as a run in this process reports."""
+        row = self.get(evaluation_id)
+        since = utcnow() - timedelta(seconds=window)
+        with session(self._db) as db:
+            done, errors, tokens, cost, lately = EvaluationRepository(db).tally(row.id, since)
+        rate = lately / window
+        return {
+            "total": row.total,
+            "done": done,
+            "errors": errors,
+            "tokens": tokens,
+            "cost": cost,
+            "elapsed": None,
+            "rate": rate,
+            "eta": (row.total - done) / rate if rate else None,
+        }
 
     def cancel_queued(self, evaluation_id: str) -> Evaluation:
         """Stop an evaluation run by the queue's workers: "interrupted", so its chunks run no

@@ -8,7 +8,8 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import bindparam, delete, func, insert, update
+from sqlalchemy import String, bindparam, cast, delete, func, insert, update
+from sqlalchemy import select as sa_select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session, col, select
 
@@ -22,6 +23,7 @@ from dagwright.store.evaluation_models import (
     EvalWaiver,
     RunFeedback,
 )
+from dagwright.store.models import Run
 from dagwright.store.paging import Window
 
 
@@ -199,6 +201,26 @@ class EvaluationRepository:
         """The evaluation's results by example id."""
         rows = self._db.exec(select(EvalResult).where(EvalResult.evaluation_id == evaluation_id))
         return {r.example_id: r for r in rows}
+
+    def tally(self, evaluation_id: str, since: datetime) -> tuple[int, int, int, float, int]:
+        """Of the evaluation's results: how many, how many failed, their tokens and cost, and
+        how many came from runs that finished at `since` or later."""
+        recent = col(Run.finished_at) >= since
+        query = (
+            sa_select(
+                func.count(),
+                # A failed example's error is an object; the others hold JSON null.
+                func.count().filter(cast(col(EvalResult.error), String).like("{%")),
+                func.coalesce(func.sum(col(EvalResult.tokens)), 0),
+                func.coalesce(func.sum(col(EvalResult.cost)), 0.0),
+                func.count(col(Run.id)).filter(recent),
+            )
+            .select_from(EvalResult)
+            .outerjoin(Run, col(Run.id) == col(EvalResult.run_id))
+            .where(col(EvalResult.evaluation_id) == evaluation_id)
+        )
+        done, failed, tokens, cost, lately = self._db.connection().execute(query).one()
+        return int(done), int(failed), int(tokens), float(cost), int(lately)
 
     def done_ids(self, evaluation_id: str) -> set[str]:
         """The examples that have a result."""

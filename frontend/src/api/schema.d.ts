@@ -662,8 +662,9 @@ export interface paths {
         };
         /**
          * Get Evaluation
-         * @description The evaluation, how many examples have a result, and (while this replica runs it) the
-         *     live progress: rate, ETA, tokens, cost.
+         * @description The evaluation, how many examples have a result, and while it runs the live progress:
+         *     rate, ETA, tokens, cost (of this replica's run of it; in queue mode, of the results the
+         *     workers have stored, the rate over the last minute).
          */
         get: operations["get_evaluation_api_v1_evaluations__evaluation_id__get"];
         put?: never;

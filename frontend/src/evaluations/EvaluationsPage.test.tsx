@@ -112,6 +112,22 @@ describe("EvaluationsPage", () => {
     expect(shown.textContent).toContain("better in counter@1 (2): a, b");
   });
 
+  it("shows the progress the workers stored, and a Stop that reaches them (queue mode)", async () => {
+    const progress = { total: 10, done: 4, errors: 1, tokens: 120, cost: 0.002, elapsed: null, rate: 0.5, eta: 12 };
+    const calls = mockServer({
+      ...base,
+      "GET /api/v1/evaluations/e1": () =>
+        jsonResponse({ ...evaluation("e1", "counter@1", 0), status: "running", done: 4, running_here: false, progress }),
+      "POST /api/v1/evaluations/e1/cancel": () => jsonResponse({ id: "e1", cancelled: true }, 202),
+    });
+    render(<EvaluationsPage evaluationId="e1" />);
+    const shown = await screen.findByTestId("progress");
+    expect(shown.textContent).toContain("4/10 · 0.5 ex/s · ETA 12 s");
+    expect(shown.textContent).toContain("1 errors");
+    fireEvent.click(screen.getByText("Stop"));
+    await waitFor(() => expect(calls.some((c) => c.key === "POST /api/v1/evaluations/e1/cancel")).toBe(true));
+  });
+
   it("starts an evaluation with only the fields given", async () => {
     const calls = mockServer({ ...base, "POST /api/v1/evaluations": () => jsonResponse(evaluation("e3", "counter@2", 0), 202) });
     render(<EvaluationsPage evaluationId={null} />);

@@ -237,7 +237,7 @@ function EvaluationView({ id, onFinished }: { id: string; onFinished: () => void
         {record.label} <span className="muted">{record.metric} · {record.split}</span>{" "}
         <span className={`eval-status eval-${record.status}`}>{record.status}</span>
       </h2>
-      {record.running_here && progress && (
+      {(record.running_here || record.status === "running") && progress && (
         <div className="eval-progress" data-testid="progress">
           <progress max={progress.total} value={progress.done} /> {progress.done}/{progress.total} · {progress.rate.toFixed(1)} ex/s · ETA{" "}
           {progress.eta === null ? "?" : `${Math.round(progress.eta)} s`} · {progress.tokens} tokens · cost {progress.cost.toFixed(4)} · {progress.errors} errors{" "}

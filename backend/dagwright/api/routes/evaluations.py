@@ -245,19 +245,23 @@ async def compare_evaluations(a: str, b: str, s: Deps) -> dict[str, Any]:
 
 @admin.get("/evaluations/{evaluation_id}")
 async def get_evaluation(evaluation_id: str, request: Request, s: Deps) -> dict[str, Any]:
-    """The evaluation, how many examples have a result, and (while this replica runs it) the
-    live progress: rate, ETA, tokens, cost."""
+    """The evaluation, how many examples have a result, and while it runs the live progress:
+    rate, ETA, tokens, cost (of this replica's run of it; in queue mode, of the results the
+    workers have stored, the rate over the last minute)."""
     from dagwright.services.evaluations import evaluation_dict
 
     evaluations = _evaluations(s)
     row = await asyncio.to_thread(evaluations.get, evaluation_id)
     done = await asyncio.to_thread(evaluations.done_ids, evaluation_id)
     running = _running(request)
+    progress = running.progress(evaluation_id)
+    if s.queue is not None and row.status == "running":
+        progress = await asyncio.to_thread(evaluations.stored_progress, evaluation_id)
     return {
         **evaluation_dict(row),
         "done": len(done),
         "running_here": running.runs_here(evaluation_id),
-        "progress": running.progress(evaluation_id),
+        "progress": progress,
     }
 
 
