@@ -1,10 +1,17 @@
-import { cleanup, render, screen } from "@testing-library/react";
-import { afterEach, describe, expect, it } from "vitest";
+import { cleanup, fireEvent, render, screen, waitFor } from "@testing-library/react";
+import { afterEach, describe, expect, it, vi } from "vitest";
 import type { HumanRequest } from "./api";
 import { RequestForm } from "./RequestForm";
 import { answeredText } from "./WaitingPage";
 
-afterEach(cleanup);
+afterEach(() => {
+  cleanup();
+  vi.unstubAllGlobals();
+});
+
+function json(data: unknown, status = 200): Response {
+  return new Response(JSON.stringify(data), { status, headers: { "Content-Type": "application/json" } });
+}
 
 const approval: HumanRequest = {
   id: "r1",
@@ -50,5 +57,49 @@ describe("a tool call's approval", () => {
     expect(answeredText({ run_id: null, status: "running", conversation_id: "c1" })).toBe(
       "Answered: the AutoTQA conversation c1 goes on.",
     );
+  });
+});
+
+describe("a run's request form", () => {
+  const request: HumanRequest = {
+    ...approval,
+    id: "r2",
+    run_id: "run1",
+    conversation_id: null,
+    node: "ask",
+    message: "Publish?",
+    form: {
+      fields: [
+        { name: "publish", type: "boolean", label: "Publish", required: true, default: null },
+        { name: "note", type: "text", label: "Note", required: false, default: null },
+      ],
+      choices: [],
+    },
+  };
+
+  it("sends a required box left unticked as false, marks it required, and clears an old problem", async () => {
+    const bodies: unknown[] = [];
+    const answers = [
+      json({ error: { code: "too_many_requests", message: "try again" } }, 429),
+      json({ run_id: "run2", status: "running", waiting_for: 0 }),
+    ];
+    vi.stubGlobal(
+      "fetch",
+      vi.fn(async (_input: unknown, init: RequestInit = {}) => {
+        bodies.push(JSON.parse(String(init.body)));
+        return answers.shift()!;
+      }),
+    );
+    const onAnswered = vi.fn();
+    render(<RequestForm request={request} onAnswered={onAnswered} />);
+    expect(screen.getByText(/Publish \*/)).toBeTruthy();
+    fireEvent.click(screen.getByRole("button", { name: "Answer" }));
+    await screen.findByRole("alert");
+    expect(bodies[0]).toEqual({ values: { publish: false }, choice: null });
+    fireEvent.click(screen.getByLabelText("Publish"));
+    fireEvent.click(screen.getByRole("button", { name: "Answer" }));
+    expect(screen.queryByRole("alert")).toBeNull(); // the last try's problem is gone
+    await waitFor(() => expect(onAnswered).toHaveBeenCalledWith({ run_id: "run2", status: "running", waiting_for: 0 }));
+    expect(bodies[1]).toEqual({ values: { publish: true }, choice: null });
   });
 });

@@ -24,8 +24,11 @@ export function RequestForm({
     const values: Record<string, unknown> = {};
     for (const field of request.form.fields) {
       const text = texts[field.name];
-      if (text !== undefined && text !== "") values[field.name] = fieldValue(field.type, text);
+      // A checkbox always shows a value, and that is the answer (unchecked on purpose: false).
+      if (field.type === "boolean") values[field.name] = shownChecked(field, text ?? "");
+      else if (text !== undefined && text !== "") values[field.name] = fieldValue(field.type, text);
     }
+    setProblem(null);
     setSending(true);
     humanApi.answer(request.id, values, choice, flow).then(
       (done) => (setSending(false), onAnswered(done)),
@@ -64,21 +67,32 @@ export function RequestForm({
   );
 }
 
+/** A checkbox's state: as ticked or unticked, else the field's default. */
+function shownChecked(field: FormField, text: string): boolean {
+  return text === "" ? field.default === true : text === "true";
+}
+
 function FieldInput({ field, text, onText }: { field: FormField; text: string; onText: (text: string) => void }) {
   const label = field.label || field.name;
+  const marker = field.required && field.default == null ? " *" : "";
   if (field.type === "boolean") {
-    const checked = text === "" ? field.default === true : text === "true";
     return (
       <label className="human-field">
-        <input type="checkbox" aria-label={label} checked={checked} onChange={(e) => onText(String(e.target.checked))} />{" "}
+        <input
+          type="checkbox"
+          aria-label={label}
+          checked={shownChecked(field, text)}
+          onChange={(e) => onText(String(e.target.checked))}
+        />{" "}
         {label}
+        {marker}
       </label>
     );
   }
   return (
     <label className="human-field">
       {label}
-      {field.required && field.default == null ? " *" : ""}
+      {marker}
       <input
         className="input"
         aria-label={label}
