@@ -1,8 +1,7 @@
 import { cleanup, fireEvent, render, screen, waitFor } from "@testing-library/react";
 import { afterEach, describe, expect, it, vi } from "vitest";
-import type { HumanRequest } from "./api";
+import { answeredText, type HumanRequest } from "./api";
 import { RequestForm } from "./RequestForm";
-import { answeredText } from "./WaitingPage";
 
 afterEach(() => {
   cleanup();

@@ -2,7 +2,7 @@
 // the run on the server (any replica) and the request leaves the list.
 
 import { useCallback, useEffect, useState } from "react";
-import { humanApi, type Answered, type HumanRequest } from "./api";
+import { answeredText, humanApi, type HumanRequest } from "./api";
 import { RequestForm } from "./RequestForm";
 
 const PAGE = 50;
@@ -48,14 +48,4 @@ export function WaitingPage() {
       )}
     </div>
   );
-}
-
-/** What the page says an answer did. */
-export function answeredText(done: Answered): string {
-  if (done.conversation_id) return `Answered: the AutoTQA conversation ${done.conversation_id} goes on.`;
-  if (done.run_id !== null) return `Answered: the run goes on as ${done.run_id}.`;
-  const more = done.waiting_for ?? 0;
-  return more > 0
-    ? `Answered: the run still waits for ${more} more answer${more === 1 ? "" : "s"}.`
-    : "Answered: the run goes on in a moment.";
 }

@@ -75,6 +75,16 @@ export interface Answered {
   conversation_id?: string;
 }
 
+/** What an answer did, in a sentence (the waiting list and the debug panel say it). */
+export function answeredText(done: Answered): string {
+  if (done.conversation_id) return `Answered: the AutoTQA conversation ${done.conversation_id} goes on.`;
+  if (done.run_id !== null) return `Answered: the run goes on as ${done.run_id}.`;
+  const more = done.waiting_for ?? 0;
+  return more > 0
+    ? `Answered: the run still waits for ${more} more answer${more === 1 ? "" : "s"}.`
+    : "Answered: the run goes on in a moment.";
+}
+
 const REQUESTS = "/api/v1/human/requests";
 /** The most a page holds (store/paging.py MAX_LIMIT). */
 const MAX_PAGE = 200;

@@ -47,3 +47,19 @@ export function useWaitingRequests(run: RunState): {
   const shown = loaded !== null && loaded.runId === runId ? loaded : null;
   return { requests: shown?.requests ?? [], error: shown?.error ?? null, reload };
 }
+
+/** The run a paused run went on as when another caller started it (an answer that found the
+ *  continuation claimed, the sweep): its requests name it once it runs. Asked again each
+ *  second for a while; null when it is not known by then (or `signal` stopped the asking). */
+export async function continuationOf(runId: string, signal: AbortSignal, tries = 15): Promise<string | null> {
+  for (let i = 0; i < tries && !signal.aborted; i++) {
+    try {
+      const found = (await humanApi.ofRun(runId, signal)).find((r) => r.resumed_run_id !== null);
+      if (found) return found.resumed_run_id;
+    } catch {
+      if (signal.aborted) return null; // else asked again: a failure of the moment
+    }
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+  }
+  return null;
+}
