@@ -89,7 +89,7 @@ describe("the forms of a paused debug run", () => {
     const asked = requestOf("run-a", "ask-a");
     let answered = false;
     const bodies: unknown[] = [];
-    handler = (url, init) => {
+    handler = (_url, init) => {
       if (init.method === "POST") {
         answered = true;
         bodies.push(JSON.parse(String(init.body)));
