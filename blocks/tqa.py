@@ -12,8 +12,6 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from dagwright.errors import DagwrightError
 from dagwright.registry import APPS, AUTOTQA, SANDBOX, NodeContext, block
-from dagwright.tqa.executor import choose_tool
-from dagwright.tqa.ports import ExecutorInputs, reported_failure
 
 
 class AskConfig(BaseModel):
@@ -93,6 +91,10 @@ async def autotqa_execute(
     it from this run's trace). A tool that is not registered or whose run fails comes back
     on `error` ({code, message}), so the Engineer can correct its request; a failure the
     tool reports itself is in its `outputs`."""
+    # Imported here: every process loads this module, few run AutoTQA (`dagwright run`).
+    from dagwright.tqa.executor import choose_tool
+    from dagwright.tqa.ports import ExecutorInputs
+
     try:
         given = ExecutorInputs.read(request, tools, context)
         choice = choose_tool(given.request, given.tools, given.context)
@@ -164,6 +166,8 @@ async def python_code(
     DataFrame named by `table`; `result` is what the node gives. A failure (or an
     `upstream_error`, e.g. of the query that fetched the rows) is given on `error`, so the
     caller can correct the code and retry. The failure is `{code, message}`."""
+    from dagwright.tqa.ports import reported_failure
+
     upstream = reported_failure(upstream_error)
     if upstream is not None:
         error = {"code": upstream["code"], "message": upstream["message"]}

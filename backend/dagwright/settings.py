@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import os
 import socket
-import tomllib
 from collections.abc import Mapping
 from pathlib import Path
 from types import UnionType
@@ -249,6 +248,8 @@ def settings_file_path(environ: dict[str, str] | None = None) -> Path | None:
 
 
 def _read_file(path: Path) -> dict[str, Any]:
+    import tomllib  # only when there is a settings file: most runs have none
+
     try:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except OSError as exc:
