@@ -283,7 +283,10 @@ describe("DebugPanel", () => {
     // The recorded stream's "answer" output is the combined text; fine for the transcript.
     routes["POST /api/v1/runs/debug"] = () => streamOf(fixtures.parallelChatSse);
     render(<Harness flow={chatFlow} />);
-    const input = screen.getByTestId("chat-input");
+    expect(screen.getByRole("tab", { name: "Chat" }).getAttribute("aria-selected")).toBe("true");
+    expect(screen.getByRole("tab", { name: "Form" }).getAttribute("aria-selected")).toBe("false");
+    const input = screen.getByLabelText("Message");
+    expect(input).toBe(screen.getByTestId("chat-input"));
     fireEvent.change(input, { target: { value: "Who is Tom?" } });
     fireEvent.click(screen.getByTestId("chat-send"));
     await waitFor(() => expect(screen.getByTestId("run-status").textContent).toBe("succeeded"));
@@ -310,5 +313,18 @@ describe("DebugPanel", () => {
     const rerun = screen.getByTestId("rerun-from-node") as HTMLButtonElement;
     expect(rerun.disabled).toBe(true);
     expect(rerun.title).toMatch(/waits for an answer/);
+  });
+
+  it("stops asking for past runs once the panel is gone", async () => {
+    let signal: AbortSignal | null | undefined;
+    routes["GET /api/v1/runs"] = (_url, init) => {
+      signal = init.signal;
+      return new Promise<Response>(() => undefined); // never answers
+    };
+    const { unmount } = render(<Harness flow={flow} />);
+    await waitFor(() => expect(signal).toBeTruthy());
+    expect(signal!.aborted).toBe(false);
+    unmount();
+    expect(signal!.aborted).toBe(true);
   });
 });

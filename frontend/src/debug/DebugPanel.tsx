@@ -27,8 +27,6 @@ import { WaitingForms } from "./parts/WaitingForms";
 import { emptyNode, idleState, isFinal, type RunState } from "./runState";
 import type { FlowDocument } from "./types";
 
-export type { NodeRunState } from "../api/types";
-
 export interface DebugPanelProps {
   flow: FlowDocument; // the current (possibly unsaved) flow
   appSlug: string | null;
@@ -150,5 +148,3 @@ export function DebugPanel({ flow, appSlug, selectedNodeId, onSelectNode, onNode
     </div>
   );
 }
-
-export default DebugPanel;

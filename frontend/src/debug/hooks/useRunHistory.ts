@@ -1,5 +1,5 @@
-// The app's past runs (GET /api/v1/runs?app=), a page at a time; a newer request wins over
-// an older one still on its way.
+// The app's past runs (GET /api/v1/runs?app=), a page at a time; a newer request aborts an
+// older one still on its way, and so does leaving the panel (or the app).
 
 import { useCallback, useEffect, useRef, useState } from "react";
 import { listRuns } from "../connection";
@@ -23,24 +23,26 @@ export function useRunHistory(appSlug: string | null): RunHistory {
   const [page, setPage] = useState<{ items: RunRecord[]; total: number; offset: number }>({ items: [], total: 0, offset: 0 });
   const [loading, setLoading] = useState(false);
   const [error, setError] = useState<PanelError | null>(null);
-  const ticketRef = useRef(0);
+  const fetching = useRef<AbortController | null>(null);
   const offsetRef = useRef(0);
 
   const load = useCallback(
     async (offset: number) => {
       if (!appSlug) return;
-      const ticket = ++ticketRef.current;
+      fetching.current?.abort();
+      const controller = new AbortController();
+      fetching.current = controller;
       setLoading(true);
       try {
-        const next = await listRuns(appSlug, offset, RUNS_PAGE);
-        if (ticket !== ticketRef.current) return;
+        const next = await listRuns(appSlug, offset, RUNS_PAGE, controller.signal);
+        if (controller.signal.aborted) return;
         offsetRef.current = next.offset;
         setPage({ items: next.items, total: next.total, offset: next.offset });
         setError(null);
       } catch (e) {
-        if (ticket === ticketRef.current) setError(describeError(e));
+        if (!controller.signal.aborted) setError(describeError(e));
       } finally {
-        if (ticket === ticketRef.current) setLoading(false);
+        if (!controller.signal.aborted) setLoading(false);
       }
     },
     [appSlug],
@@ -52,6 +54,8 @@ export function useRunHistory(appSlug: string | null): RunHistory {
     setPage({ items: [], total: 0, offset: 0 });
     setError(null);
     void load(0);
+    const stop = fetching; // whatever is on its way then: this page, or one asked for since
+    return () => stop.current?.abort();
   }, [load]);
 
   const reload = useCallback(() => void load(offsetRef.current), [load]);

@@ -66,6 +66,7 @@ export function ChatView({
       <div className="dw-chat-compose">
         <textarea
           data-testid="chat-input"
+          aria-label="Message"
           rows={2}
           value={draft}
           placeholder="Message (Enter to send, Shift+Enter for a new line)"

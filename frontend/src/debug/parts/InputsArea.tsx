@@ -20,11 +20,23 @@ export function InputsArea({ inputs, debug }: { inputs: RunInputs; debug: DebugR
       className="dw-area-inputs"
       extra={
         setup && (
-          <span className="dw-tabs">
-            <button type="button" className={mode === "form" ? "dw-tab-on" : ""} onClick={() => inputs.setMode("form")}>
+          <span className="dw-tabs" role="tablist" aria-label="Inputs as">
+            <button
+              type="button"
+              role="tab"
+              aria-selected={mode === "form"}
+              className={mode === "form" ? "dw-tab-on" : ""}
+              onClick={() => inputs.setMode("form")}
+            >
               Form
             </button>
-            <button type="button" className={mode === "chat" ? "dw-tab-on" : ""} onClick={() => inputs.setMode("chat")}>
+            <button
+              type="button"
+              role="tab"
+              aria-selected={mode === "chat"}
+              className={mode === "chat" ? "dw-tab-on" : ""}
+              onClick={() => inputs.setMode("chat")}
+            >
               Chat
             </button>
           </span>
