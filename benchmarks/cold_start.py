@@ -76,6 +76,19 @@ FORBIDDEN = (
     "networkx",
     "httpx",
     "jsonschema",
+    # dagwright's own layers such a flow does not use (the block modules that do import
+    # them where they are called): AutoTQA, the services, the data and database layers, the
+    # example store, the model gateway, MCP, the methods, the API, evaluations.
+    "dagwright.tqa",
+    "dagwright.services",
+    "dagwright.data",
+    "dagwright.store",
+    "dagwright.embedding",
+    "dagwright.llm.gateway",
+    "dagwright.mcp",
+    "dagwright.methods",
+    "dagwright.api",
+    "dagwright.evaluation",
 )
 # Packages the server's first answer must not need: the data layer, the database layer
 # (the database opens in start-up's thread), the example store's engines and models.

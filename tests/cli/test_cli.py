@@ -310,6 +310,17 @@ HEAVY = (
     "networkx",
     "httpx",
     "jsonschema",
+    # dagwright's own layers a text flow does not use (blocks import them where called)
+    "dagwright.tqa",
+    "dagwright.services",
+    "dagwright.data",
+    "dagwright.store",
+    "dagwright.embedding",
+    "dagwright.llm.gateway",
+    "dagwright.mcp",
+    "dagwright.methods",
+    "dagwright.api",
+    "dagwright.evaluation",
 )
 
 
