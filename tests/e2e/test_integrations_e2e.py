@@ -136,6 +136,7 @@ def test_a_debug_run_paused_in_map_items_is_answered_in_the_debug_panel(
     expect(first).to_contain_text("Approve memo?")
     expect(second).to_contain_text("Approve note?")
     expect(page.get_by_text("The run failed")).to_have_count(0)  # a pause is no failure
+    expect(page.get_by_test_id("run-status")).to_have_text("waiting")
     # The map's items wait in its iteration strip: their own status and label, not failed.
     page.get_by_test_id("debug-node-each").click()
     strip = page.get_by_test_id("iterations-each")
@@ -153,6 +154,9 @@ def test_a_debug_run_paused_in_map_items_is_answered_in_the_debug_panel(
     first.get_by_role("button", name="approve").click()
     expect(waiting).to_contain_text("The run waits for an answer")
     expect(first).to_have_count(0)
+    expect(waiting.get_by_test_id("debug-answered")).to_have_text(
+        "Answered: the run still waits for 1 more answer."
+    )
     second.get_by_role("button", name="reject").click()
 
     # The panel follows the run that goes on: the map's items are done in its strip, and
