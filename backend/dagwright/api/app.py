@@ -14,6 +14,8 @@ from fastapi import APIRouter, FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import RedirectResponse
 from fastapi.staticfiles import StaticFiles
+from starlette.routing import Match, Mount
+from starlette.types import Scope
 
 from dagwright import __version__
 from dagwright.api import errors
@@ -57,6 +59,17 @@ def api_routers() -> list[APIRouter]:
     return [
         importlib.import_module(f"dagwright.api.routes.{name}").router for name in ROUTE_MODULES
     ]
+
+
+class _EditorFiles(Mount):
+    """The editor's files at "/", for every path but the API's: a mount at "/" matches any
+    path and method, so it would answer an API route called with the wrong method (405) or
+    an unknown API path with its own 404 page."""
+
+    def matches(self, scope: Scope) -> tuple[Match, Scope]:
+        if scope["type"] == "http" and scope["path"].startswith("/api/"):
+            return Match.NONE, {}
+        return super().matches(scope)
 
 
 class _Routes:
@@ -130,7 +143,9 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         return {"status": "ready", "version": __version__, "replica": settings.replica}
 
     if (EDITOR_DIST / "index.html").is_file():
-        app.mount("/", StaticFiles(directory=EDITOR_DIST, html=True), name="editor")
+        app.router.routes.append(
+            _EditorFiles("/", app=StaticFiles(directory=EDITOR_DIST, html=True), name="editor")
+        )
     else:
 
         @app.get("/", include_in_schema=False)
