@@ -274,6 +274,22 @@ def test_a_cancel_through_either_server_reaches_the_worker(cluster: Cluster) -> 
     assert cluster.counts()[run_id, "b"] == 0
 
 
+def echo_dataset(cluster: Cluster, api: Api, name: str, examples: int) -> None:
+    """A generic dataset of `examples` examples e0, e1... whose answer is their question."""
+    path = cluster.servers[0].data_dir / "sources" / f"{name}.jsonl"  # where sources may be read
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        "".join(
+            json.dumps({"id": f"e{i}", "question": f"q{i}", "answer": f"q{i}"}) + "\n"
+            for i in range(examples)
+        )
+    )
+    created = api.http.post(
+        "/api/v1/datasets", json={"name": name, "kind": "generic", "path": str(path)}
+    )
+    assert created.status_code == 201, created.text
+
+
 def replica_names(cluster: Cluster, sql: str, **params: Any) -> Counter[str]:
     """How many of the runs that `sql` selects (ids) each live worker holds."""
     rows = cluster.rows(
@@ -291,18 +307,7 @@ def test_an_evaluation_spreads_over_the_workers_and_survives_a_killed_one(
     # One example per job (DAGWRIGHT_QUEUE_EVALUATION_CHUNK), in more lanes than one worker
     # takes jobs at once (DAGWRIGHT_WORKER_CONCURRENCY 25): both workers must run some.
     examples, lanes = 40, 30
-    path = cluster.servers[0].data_dir / "sources" / "echo.jsonl"  # where sources may be read
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(
-        "".join(
-            json.dumps({"id": f"e{i}", "question": f"q{i}", "answer": f"q{i}"}) + "\n"
-            for i in range(examples)
-        )
-    )
-    created = api.http.post(
-        "/api/v1/datasets", json={"name": "echo", "kind": "generic", "path": str(path)}
-    )
-    assert created.status_code == 201, created.text
+    echo_dataset(cluster, api, "echo", examples)
     started = api.http.post(
         "/api/v1/evaluations",
         json={
@@ -367,18 +372,7 @@ def test_an_evaluation_cancelled_through_either_server_stops_on_every_worker(
     first, second = cluster.api(0), cluster.api(1)
     first.published_app("slow-judged", tally_flow(cluster.tally, seconds=1.0))
     examples = 30
-    path = cluster.servers[0].data_dir / "sources" / "stopped.jsonl"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(
-        "".join(
-            json.dumps({"id": f"e{i}", "question": f"q{i}", "answer": f"q{i}"}) + "\n"
-            for i in range(examples)
-        )
-    )
-    created = first.http.post(
-        "/api/v1/datasets", json={"name": "stopped", "kind": "generic", "path": str(path)}
-    )
-    assert created.status_code == 201, created.text
+    echo_dataset(cluster, first, "stopped", examples)
     body = {
         "app": "slow-judged",
         "dataset": "stopped",
@@ -458,13 +452,28 @@ def test_a_stopping_worker_hands_its_runs_over(cluster: Cluster) -> None:
     leaver = cluster.add_worker("leaver")
     long_runs = [queue_run(api, "held", key_held, f"h{i}") for i in range(3)]
     once_run = queue_run(api, "held-once", key_once, "o")
+    # And an evaluation whose examples (a chunk job each, two lanes) wait for the hold.
+    examples = 4
+    echo_dataset(cluster, api, "handed", examples)
+    body = {"app": "held", "dataset": "handed", "inputs": {"value": "question"}}
+    started = api.http.post("/api/v1/evaluations", json={**body, "concurrency": 2})
+    assert started.status_code == 202, started.text
+    evaluation_id = started.json()["id"]
 
     def began(run_id: str, node_id: str) -> bool:
         return cluster.counts()[run_id, node_id] >= 1
 
     cluster.wait_for(
-        "the held runs inside their held node",
-        lambda: all(began(run, "s") for run in long_runs) and began(once_run, "b"),
+        "the held runs and two examples inside their held node",
+        lambda: (
+            all(began(run, "s") for run in long_runs)
+            and began(once_run, "b")
+            and cluster.scalar(
+                "SELECT count(*) FROM runs r JOIN apps a ON a.id = r.app_id "
+                "WHERE a.slug = 'held' AND r.mode = 'eval'"
+            )
+            == 2
+        ),
     )
     short_runs = [queue_run(api, "short", key_short, f"s{i}") for i in range(3)]
     cluster.wait_for("the short runs inside s", lambda: all(began(r, "s") for r in short_runs))
@@ -482,21 +491,8 @@ def test_a_stopping_worker_hands_its_runs_over(cluster: Cluster) -> None:
     )
     assert {statuses[run] for run in short_runs} == {"succeeded"}  # within the grace
     assert {statuses[run] for run in [*long_runs, once_run]} == {"queued"}
-    jobs = cluster.rows(
-        "SELECT j.status, j.worker_id FROM procrastinate_jobs j JOIN runs r ON r.job_id = j.id "
-        "WHERE r.id = ANY(:ids)",
-        ids=[*long_runs, once_run],
-    )
-    assert [(status, worker_id) for status, worker_id in jobs] == [("todo", None)] * 4
     assert "handed back to the queue" in leaver.output()
-    recorded = {
-        (row[0], row[1])
-        for row in cluster.rows(
-            "SELECT run_id, node FROM run_nodes WHERE run_id = ANY(:ids) AND status = 'succeeded'",
-            ids=[*long_runs, once_run],
-        )
-    }
-    assert {(run, "a") for run in [*long_runs, once_run]} <= recorded
+    assert_waiting_in_the_queue(cluster, [*long_runs, once_run], evaluation_id, examples)
 
     hold.unlink()
     cluster.add_worker("taker")
@@ -515,6 +511,51 @@ def test_a_stopping_worker_hands_its_runs_over(cluster: Cluster) -> None:
         assert counts[run, "s"] == 2  # cut short by the hand-over, then run again
     for run in short_runs:
         assert counts[run, "s"] == 1
+    # The handed-over examples ran on the taker: one result each, from a run that succeeded.
+    assert_completed_once_each(cluster, api, evaluation_id, examples)
+
+
+def assert_waiting_in_the_queue(
+    cluster: Cluster, runs: list[str], evaluation_id: str, examples: int
+) -> None:
+    """The runs and the evaluation's chunks handed over by a stopped worker: their jobs ready
+    for any worker (none holds them), the runs' finished nodes recorded, no example done."""
+    jobs = cluster.rows(
+        "SELECT j.status, j.worker_id FROM procrastinate_jobs j JOIN runs r ON r.job_id = j.id "
+        "WHERE r.id = ANY(:ids)",
+        ids=runs,
+    )
+    assert [tuple(job) for job in jobs] == [("todo", None)] * len(runs)
+    chunk_jobs = cluster.rows(
+        "SELECT status, worker_id FROM procrastinate_jobs WHERE args->>'evaluation_id' = :e",
+        e=evaluation_id,
+    )
+    assert [tuple(job) for job in chunk_jobs] == [("todo", None)] * examples
+    results = "SELECT count(*) FROM eval_results WHERE evaluation_id = :e"
+    assert cluster.scalar(results, e=evaluation_id) == 0
+    recorded = cluster.rows(
+        "SELECT run_id FROM run_nodes WHERE run_id = ANY(:ids) AND node = 'a' "
+        "AND status = 'succeeded'",
+        ids=runs,
+    )
+    assert {row[0] for row in recorded} == set(runs)
+
+
+def assert_completed_once_each(
+    cluster: Cluster, api: Api, evaluation_id: str, examples: int
+) -> None:
+    cluster.wait_for(
+        "the evaluation completed",
+        lambda: (
+            api.http.get(f"/api/v1/evaluations/{evaluation_id}").json()["status"] == "completed"
+        ),
+    )
+    rows = cluster.rows(
+        "SELECT r.status FROM eval_results e JOIN runs r ON r.id = e.run_id "
+        "WHERE e.evaluation_id = :e",
+        e=evaluation_id,
+    )
+    assert [row[0] for row in rows] == ["succeeded"] * examples
 
 
 def ended(run: dict[str, Any]) -> bool:
