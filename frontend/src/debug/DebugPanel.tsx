@@ -69,6 +69,8 @@ export function DebugPanel({ flow, appSlug, selectedNodeId, onSelectNode, onNode
       ? "Wait for the current run to finish"
       : run.phase === "waiting"
         ? "The run waits for an answer: answer it first (a re-run needs a finished run)"
+        : run.phase === "resumed"
+        ? "The run went on as another run: open that one from the runs list"
         : !isFinal(run.phase)
         ? "The run has not finished"
         : !inFlow

@@ -236,4 +236,13 @@ describe("a run that stops to wait for a person", () => {
     expect(failed.phase).toBe("failed");
     expect(isPaused(failed)).toBe(false);
   });
+
+  it("once it went on, its record says resumed, and one not yet taken by a worker queued: neither failed", () => {
+    const error = { code: "waiting_for_human", message: "node 'ask' waits for a person", node: "ask" };
+    const resumed = fromRecord({ ...fixtures.parallelChatRecord, status: "resumed", error });
+    expect(resumed.phase).toBe("resumed");
+    expect(isFinal(resumed.phase)).toBe(false);
+    expect(isPaused(resumed)).toBe(false);
+    expect(fromRecord({ ...fixtures.parallelChatRecord, status: "queued" }).phase).toBe("queued");
+  });
 });

@@ -41,8 +41,10 @@ export interface NodeView {
 export type RunPhase =
   | "idle"
   | "starting" // the request is sent, no event yet
+  | "queued" // recorded, not yet taken by a worker
   | "running"
   | "waiting" // stopped at human_input nodes (recorded `waiting`): an answer makes it go on
+  | "resumed" // was waiting and went on, as another run (the continuation)
   | "succeeded"
   | "failed"
   | "cancelled"
@@ -294,7 +296,7 @@ export function applyResult(state: RunState, result: RunResult): RunState {
 }
 
 function isPhase(status: string): status is RunPhase {
-  return ["running", "waiting", "succeeded", "failed", "cancelled", "interrupted"].includes(status);
+  return ["queued", "running", "waiting", "resumed", "succeeded", "failed", "cancelled", "interrupted"].includes(status);
 }
 
 /** A stored answer of dagwright's scripted model. The stored trace keeps no flag (the live

@@ -21,8 +21,8 @@ export function RunToolbar({ debug, onRun, onUseInputs }: {
           ▶ Run
         </button>
       )}
-      {/* A waiting run can be cancelled too: its requests close. */}
-      {(busy || (run.runId !== null && (run.phase === "running" || run.phase === "waiting"))) && (
+      {/* A queued or waiting run can be cancelled too (a waiting one's requests close). */}
+      {(busy || (run.runId !== null && ["queued", "running", "waiting"].includes(run.phase))) && (
         <button type="button" className="dw-danger" data-testid="cancel" onClick={() => void debug.cancel()} disabled={cancelling}>
           {cancelling ? "Cancelling…" : "Cancel"}
         </button>
