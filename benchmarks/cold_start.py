@@ -5,7 +5,8 @@
     time, and load from other processes only adds to it; goal <= 0.30 s), beside the floor
     every command pays (pydantic and typer, measured the same way); and the heavy
     packages such a flow must not load (FastAPI, SQLModel/SQLAlchemy, DuckDB, pyarrow,
-    Qdrant, openai, numpy, networkx, httpx...): any of them fails the benchmark. (importtime
+    Qdrant, openai, numpy, networkx, httpx...) nor dagwright's own layers it does not use
+    (AutoTQA, services, data, store, gateway...): any of them fails the benchmark. (importtime
     lists what `import` statements load: the block modules the registry loads through
     importlib are not listed themselves, their imports are);
 (b) `dagwright run` of that flow as a whole process, spawn to exit (goal <= 0.5 s), beside
