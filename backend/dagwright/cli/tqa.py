@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
@@ -44,11 +43,13 @@ def _note(message: str) -> None:
     typer.echo(f"note: {message}", err=True)
 
 
-def _with_tqa(work: Callable[[TqaService], Awaitable[T]]) -> T:
+def _with_tqa(work: Callable[[TqaService], Awaitable[T]], **overrides: Any) -> T:
+    """Run `work` with the local AutoTQA, over the process's settings with `overrides`."""
+    from dagwright.settings import load_settings
     from dagwright.tqa.local import local_tqa
 
     async def main() -> T:
-        async with local_tqa(_note) as tqa:
+        async with local_tqa(_note, load_settings(**overrides)) as tqa:
             return await work(tqa)
 
     try:
@@ -191,8 +192,6 @@ def ask(
     """Ask the agents; each turn is printed as it happens."""
     from dagwright.tqa.conversation import AskRequest, Turn
 
-    if sources == "demo":
-        os.environ["DAGWRIGHT_DEMO_SOURCES"] = "1"
     try:
         request = AskRequest(
             question=question,
@@ -217,7 +216,8 @@ def ask(
     async def work(tqa: TqaService) -> dict[str, Any]:
         return (await tqa.ask(request, on_turn=show)).to_dict()
 
-    _finish(_with_tqa(work), as_json)
+    overrides = {"demo_sources": True} if sources == "demo" else {}
+    _finish(_with_tqa(work, **overrides), as_json)
 
 
 def _finish(conversation: dict[str, Any], as_json: bool) -> None:
