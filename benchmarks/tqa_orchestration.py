@@ -113,9 +113,9 @@ def part_a(rounds: int) -> None:
 async def pipeline() -> list[dict[str, Any]]:
     import yaml
 
+    from dagwright.composition import local_tqa
     from dagwright.llm.scripted.runner import ScriptedServer
     from dagwright.llm.scripted.script import Script
-    from dagwright.tqa.local import local_tqa
 
     script = Script.model_validate(yaml.safe_load(SCRIPT.read_text(encoding="utf-8")))
     model = ScriptedServer(script).start()

@@ -1,7 +1,7 @@
 """The composition root: every service of one dagwright process, built from one `Settings`.
 
 The server (api/state.py), the command line (cli/) and AutoTQA outside the server
-(tqa/local.py) each make a `Composition` and ask it for what they use; nothing else builds a
+(`local_tqa`, below) each make a `Composition` and ask it for what they use; nothing else builds a
 database engine, a secret store, the model gateway, the example store or the data sources.
 A service is built the first time it is asked for — a flow of text blocks imports neither
 the model gateway nor Qdrant nor the data layer (SQLAlchemy, DuckDB, Arrow), which is most of
@@ -15,10 +15,10 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Awaitable, Callable
-from contextlib import ExitStack
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from contextlib import ExitStack, asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar
 
 from dagwright.settings import Settings
 
@@ -455,8 +455,6 @@ class Composition:
     def _autotqa(self) -> AutoTqa:
         if self.kind == "server":
             return self.tqa()
-        from dagwright.tqa.local import LocalTqa
-
         return LocalTqa(self.settings, self._notice)
 
     def tracing(self) -> RunTracing | None:
@@ -527,3 +525,34 @@ class Composition:
             self._stack.close()
         if failures:
             raise failures[0]
+
+
+# -- AutoTQA outside the server ------------------------------------------------------------
+
+
+@asynccontextmanager
+async def local_tqa(
+    notice: Callable[[str], None] = print, settings: Settings | None = None
+) -> AsyncIterator[TqaService]:
+    """AutoTQA in a process without the server (the command line, `dagwright run` of a flow
+    with `autotqa_ask`), over the same database, data sources, secrets and model providers
+    the server would use (`load_settings()` unless given), open for the block's time."""
+    from dagwright.settings import load_settings
+
+    process = Composition(settings or load_settings(), notice=notice, replica="cli")
+    try:
+        yield process.tqa()
+    finally:
+        await process.aclose()
+
+
+class LocalTqa:
+    """For `dagwright run`: each question opens the local AutoTQA and closes it after."""
+
+    def __init__(self, settings: Settings, notice: Callable[[str], None] = print) -> None:
+        self._settings = settings
+        self._notice = notice
+
+    async def ask_question(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        async with local_tqa(self._notice, self._settings) as tqa:
+            return await tqa.ask_question(request)

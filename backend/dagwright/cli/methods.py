@@ -23,8 +23,8 @@ def install(
 ) -> None:
     """Import and publish every method flow of flows/methods (a new version only when a flow
     changed); register `mac_sql` and `chain_of_table` as AutoTQA tools."""
+    from dagwright.composition import local_tqa
     from dagwright.methods.publish import publish_methods
-    from dagwright.tqa.local import local_tqa
 
     async def main() -> list[dict[str, object]]:
         async with local_tqa(lambda message: typer.echo(f"note: {message}", err=True)) as tqa:

@@ -45,8 +45,8 @@ def _note(message: str) -> None:
 
 def _with_tqa(work: Callable[[TqaService], Awaitable[T]], **overrides: Any) -> T:
     """Run `work` with the local AutoTQA, over the process's settings with `overrides`."""
+    from dagwright.composition import local_tqa
     from dagwright.settings import load_settings
-    from dagwright.tqa.local import local_tqa
 
     async def main() -> T:
         async with local_tqa(_note, load_settings(**overrides)) as tqa:
