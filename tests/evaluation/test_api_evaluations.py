@@ -78,7 +78,12 @@ def test_dataset_evaluation_report_compare(server: LiveServer) -> None:
     assert created["splits"] == {"dev": 3}
     assert created["source"] == "eval_rows"
     examples = api.http.get("/api/v1/datasets/rows/examples").json()
-    assert examples[0]["tables"] == ["eval_rows.tthree"]
+    assert examples["total"] == 3
+    assert examples["items"][0]["tables"] == ["eval_rows.tthree"]
+    # one page at a time, in the file's order, counting every example
+    paged = api.http.get("/api/v1/datasets/rows/examples?offset=1&limit=1").json()
+    assert (paged["total"], paged["offset"], paged["limit"]) == (3, 1, 1)
+    assert [e["id"] for e in paged["items"]] == [examples["items"][1]["id"]]
     # the tables are a data source the flows (and the query API) can read
     rows = _post(api, "/api/v1/query", {"sql": "SELECT COUNT(*) AS n FROM eval_rows.ttwo"}, 200)
     assert rows["rows"] == [{"n": 2}]
@@ -104,14 +109,26 @@ def test_dataset_evaluation_report_compare(server: LiveServer) -> None:
     assert state["status"] == "completed"
     assert state["done"] == 3
     results = api.http.get(f"/api/v1/evaluations/{second}/results").json()
-    assert {r["id"]: r["correct"] for r in results} == {"a": False, "b": False, "c": False}
+    assert results["total"] == 3
+    assert {r["id"]: r["correct"] for r in results["items"]} == {
+        "a": False,
+        "b": False,
+        "c": False,
+    }
+    # paged in the dataset's order; `failed` counts only the wrong ones
+    page = api.http.get(f"/api/v1/evaluations/{first}/results?offset=1&limit=1").json()
+    assert (page["total"], [r["id"] for r in page["items"]]) == (3, ["b"])
+    wrong = api.http.get(f"/api/v1/evaluations/{first}/results?failed=true").json()
+    assert (wrong["total"], [r["id"] for r in wrong["items"]]) == (1, ["c"])
 
     comparison = api.http.get(f"/api/v1/evaluations/compare?a={first}&b={second}").json()
     assert comparison["difference"] == pytest.approx(-2 / 3)
     assert sorted(comparison["lost"]) == ["a", "b"]
     assert comparison["test"]["name"] == "mcnemar_exact"
     listed = api.http.get("/api/v1/evaluations?app=counter").json()
-    assert [e["id"] for e in listed] == [first]
+    assert (listed["total"], [e["id"] for e in listed["items"]]) == (1, [first])
+    newest = api.http.get("/api/v1/evaluations?limit=1").json()
+    assert (newest["total"], [e["id"] for e in newest["items"]]) == (2, [second])
 
 
 def test_refusals(server: LiveServer, tmp_path: Path) -> None:

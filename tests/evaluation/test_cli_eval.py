@@ -97,6 +97,15 @@ def test_run_record_replay_compare_gate_feedback(data_dir: Path, tmp_path: Path)
     assert compared["lost"] == []
     assert compared["difference"] == 0
 
+    # `eval list` pages: newest first, the page says how many there are in all
+    listed = _json_tail(_invoke("list", "--limit", "1", "--json"))
+    assert (listed["total"], [e["id"] for e in listed["items"]]) == (2, [b["id"]])
+    listed = runner.invoke(eval_app, ["list", "--offset", "1", "--limit", "1"])
+    assert listed.stdout.startswith(a["id"])
+    assert listed.stderr.strip() == "1 of 2 evaluations"
+    listed = runner.invoke(eval_app, ["list", "--limit", "1"])
+    assert listed.stderr.strip() == "1 of 2 evaluations; next page: --offset 1"
+
     results = runner.invoke(eval_app, ["report", a["id"], "--json"])
     report = _json_tail(results.output)
     assert report["examples"] == 4

@@ -352,6 +352,8 @@ def test_an_evaluation_spreads_over_the_workers_and_survives_a_killed_one(
     assert seen == sorted(seen)  # results only come, and were visible as they came
     assert any(0 < done < examples for done in seen)
     results = api.http.get(f"/api/v1/evaluations/{evaluation_id}/results?limit=100").json()
+    assert results["total"] == examples
+    results = results["items"]
     assert sorted(r["id"] for r in results) == sorted(f"e{i}" for i in range(examples))
     assert all(r["correct"] for r in results)
     # One result per example, each from a run that succeeded; scored once, by one worker.

@@ -11,7 +11,7 @@ import asyncio
 import json
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from dagwright.services.evaluations import EvaluationService
     from dagwright.services.feedback import FeedbackService
     from dagwright.services.runs.service import RunService
+    from dagwright.store.paging import Page
 
 T = TypeVar("T")
 
@@ -427,25 +428,35 @@ def compare(
 @eval_app.command("list")
 def list_(
     app: Annotated[str | None, typer.Option(help="Only this app's evaluations.")] = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print as JSON.")] = False,
+    offset: Annotated[int, typer.Option(min=0, help="Evaluations to skip.")] = 0,
+    limit: Annotated[
+        int | None, typer.Option(min=1, help="Evaluations per page (default 50, at most 200).")
+    ] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the page as JSON.")] = False,
 ) -> None:
-    """Recent evaluations."""
+    """One page of evaluations, newest first; the count and the next page's --offset go to
+    stderr (with --json the page says them: items, total, offset, limit)."""
+    # Imported here: `eval score` must not import the store (paging's numbers are its).
     from dagwright.services.evaluations import evaluation_dict
+    from dagwright.store.paging import DEFAULT_LIMIT
 
-    async def work(local: Local) -> list[dict[str, Any]]:
-        return [evaluation_dict(row) for row in local.evaluations.list(app)]
+    async def work(local: Local) -> Page[dict[str, Any]]:
+        return local.evaluations.list(app, offset, limit or DEFAULT_LIMIT).map(evaluation_dict)
 
-    rows = _with(work)
+    page = _with(work)
     if as_json:
-        _echo_json(rows)
+        _echo_json(asdict(page))
         return
-    for row in rows:
+    for row in page.items:
         aggregate = row["aggregate"] or {}
         value = aggregate.get(aggregate.get("primary", ""), None)
         shown = f"{value:.4f}" if isinstance(value, float) else "-"
         typer.echo(
             f"{row['id']}  {row['label']:<20} {row['metric']:<8} {row['status']:<11} {shown}"
         )
+    count = len(page.items)
+    more = f"; next page: --offset {offset + count}" if offset + count < page.total else ""
+    typer.echo(f"{count} of {page.total} evaluations{more}", err=True)
 
 
 gate_app = typer.Typer(help="An app's publish gate: set, show, check, waive.", no_args_is_help=True)

@@ -19,6 +19,7 @@ from dagwright.evaluation.metrics import METRICS
 from dagwright.store.db import session
 from dagwright.store.evaluation_models import EvalDataset, EvalExample
 from dagwright.store.evaluations import DatasetRepository
+from dagwright.store.paging import DEFAULT_LIMIT, Page, window
 
 if TYPE_CHECKING:
     from dagwright.embedding.service import ExampleStore
@@ -206,14 +207,27 @@ class DatasetService:
         )
 
     def examples(
-        self, name: str, split: str, offset: int = 0, limit: int | None = None
+        self, name: str, split: str, limit: int | None = None
     ) -> builtins.list[EvalExample]:
+        """The split's examples (the first `limit` of them), in the order of the file."""
         dataset = self.row(name)
         with session(self._db) as db:
-            rows = DatasetRepository(db).examples(dataset.id, split, offset, limit)
-        if not rows and offset == 0 and split not in self._summary(dataset).splits:
+            rows = DatasetRepository(db).examples(dataset.id, split, limit)
+        if not rows and split not in self._summary(dataset).splits:
             raise NotFoundError(f"dataset {name!r} has no split {split!r}", "split_not_found")
         return rows
+
+    def example_page(
+        self, name: str, split: str, offset: int = 0, limit: int = DEFAULT_LIMIT
+    ) -> Page[EvalExample]:
+        """One page of the split's examples, in the order of the dataset's file."""
+        at = window(offset, limit)
+        dataset = self.row(name)
+        with session(self._db) as db:
+            page = DatasetRepository(db).example_page(dataset.id, split, at)
+        if not page.total and split not in self._summary(dataset).splits:
+            raise NotFoundError(f"dataset {name!r} has no split {split!r}", "split_not_found")
+        return page
 
     async def load_few_shot(
         self, name: str, split: str, namespace: str, embedder: str = "hashing"

@@ -34,7 +34,7 @@ from dagwright.store.db import session
 from dagwright.store.evaluation_models import EvalExample, EvalResult, Evaluation
 from dagwright.store.evaluations import DatasetRepository, EvaluationRepository
 from dagwright.store.models import utcnow
-from dagwright.store.paging import DEFAULT_LIMIT, window
+from dagwright.store.paging import DEFAULT_LIMIT, Page, window
 
 if TYPE_CHECKING:
     from dagwright.runtime import CompiledFlow
@@ -203,7 +203,7 @@ class EvaluationService:
 
     def list(
         self, app: str | None = None, offset: int = 0, limit: int = DEFAULT_LIMIT
-    ) -> builtins.list[Evaluation]:
+    ) -> Page[Evaluation]:
         """Newest first."""
         at = window(offset, limit)
         app_id = None if app is None else self._apps.get_app(app).id
@@ -458,30 +458,29 @@ class EvaluationService:
 
     def results(
         self, evaluation_id: str, offset: int = 0, limit: int = DEFAULT_LIMIT, failed: bool = False
-    ) -> builtins.list[dict[str, Any]]:
+    ) -> Page[dict[str, Any]]:
         """Per example, in the dataset's order: prediction, score, its run; `failed`: only
-        the wrong and the failed ones."""
+        the wrong and the failed ones. One page, read as such from the database."""
         at = window(offset, limit)
-        rows = self.rows(evaluation_id)
-        if failed:
-            rows = [r for r in rows if r.correct is False or r.error]
-        return [
-            {
-                "id": r.example_id,
-                "question": r.question,
-                "prediction": r.prediction,
-                "gold": r.gold,
-                "score": r.score,
-                "correct": r.correct,
-                "error": r.error,
-                "run_id": r.run_id,
-                "latency": r.latency,
-                "tokens": r.tokens,
-                "cost": r.cost,
-                "meta": r.meta,
+        row = self.get(evaluation_id)
+        with session(self._db) as db:
+            page = EvaluationRepository(db).result_page(row, at, failed=failed)
+        return page.map(
+            lambda pair: {
+                "id": pair[0].example_id,
+                "question": pair[1].question,
+                "prediction": pair[0].prediction,
+                "gold": pair[1].gold,
+                "score": pair[0].score,
+                "correct": pair[0].correct,
+                "error": pair[0].error,
+                "run_id": pair[0].run_id,
+                "latency": pair[0].latency,
+                "tokens": pair[0].tokens,
+                "cost": pair[0].cost,
+                "meta": pair[1].meta,
             }
-            for r in rows[at.offset : at.offset + at.limit]
-        ]
+        )
 
     def report(self, evaluation_id: str) -> dict[str, Any]:
         row = self.get(evaluation_id)

@@ -8,7 +8,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import String, bindparam, cast, delete, func, insert, update
+from sqlalchemy import String, bindparam, cast, delete, func, insert, or_, update
 from sqlalchemy import select as sa_select
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlmodel import Session, col, select
@@ -24,7 +24,7 @@ from dagwright.store.evaluation_models import (
     RunFeedback,
 )
 from dagwright.store.models import Run
-from dagwright.store.paging import Window
+from dagwright.store.paging import Page, Window, fetch_page
 
 
 class DatasetRepository:
@@ -69,19 +69,25 @@ class DatasetRepository:
         )
         self._db.add_all(examples)
 
-    def examples(
-        self, dataset_id: str, split: str, offset: int = 0, limit: int | None = None
-    ) -> list[EvalExample]:
-        """In the order of the dataset's file."""
+    def examples(self, dataset_id: str, split: str, limit: int | None = None) -> list[EvalExample]:
+        """In the order of the dataset's file; the first `limit` of them when given."""
         query = (
             select(EvalExample)
             .where(EvalExample.dataset_id == dataset_id, EvalExample.split == split)
             .order_by(col(EvalExample.seq))
-            .offset(offset)
         )
         if limit is not None:
             query = query.limit(limit)
         return list(self._db.exec(query).all())
+
+    def example_page(self, dataset_id: str, split: str, at: Window) -> Page[EvalExample]:
+        """One page of the split's examples, in the order of the dataset's file."""
+        query = (
+            select(EvalExample)
+            .where(EvalExample.dataset_id == dataset_id, EvalExample.split == split)
+            .order_by(col(EvalExample.seq))
+        )
+        return fetch_page(self._db, query, at)
 
     def examples_by_id(self, dataset_id: str, split: str, ids: Sequence[str]) -> list[EvalExample]:
         """Those of `ids` that the split holds, in the order of the dataset's file."""
@@ -110,12 +116,12 @@ class EvaluationRepository:
             raise NotFoundError(f"no evaluation {evaluation_id!r}", "evaluation_not_found")
         return row
 
-    def recent(self, app_id: str | None, at: Window) -> list[Evaluation]:
+    def recent(self, app_id: str | None, at: Window) -> Page[Evaluation]:
         """Newest first; of one app when `app_id` is given."""
         query = select(Evaluation).order_by(col(Evaluation.created_at).desc(), col(Evaluation.id))
         if app_id is not None:
             query = query.where(Evaluation.app_id == app_id)
-        return list(self._db.exec(query.offset(at.offset).limit(at.limit)).all())
+        return fetch_page(self._db, query, at)
 
     def unfinished(self, version_id: str, dataset_id: str, split: str) -> list[Evaluation]:
         """Evaluations of the version on the split that are not complete, newest first."""
@@ -201,6 +207,40 @@ class EvaluationRepository:
         """The evaluation's results by example id."""
         rows = self._db.exec(select(EvalResult).where(EvalResult.evaluation_id == evaluation_id))
         return {r.example_id: r for r in rows}
+
+    def result_page(
+        self, row: Evaluation, at: Window, failed: bool = False
+    ) -> Page[tuple[EvalResult, EvalExample]]:
+        """One page of the evaluation's results with their examples, in the dataset's order;
+        `failed`: only the wrong and the failed ones."""
+        query = (
+            select(EvalResult)
+            .join(
+                EvalExample,
+                (col(EvalExample.example_id) == col(EvalResult.example_id))
+                & (col(EvalExample.dataset_id) == row.dataset_id)
+                & (col(EvalExample.split) == row.split),
+            )
+            .where(EvalResult.evaluation_id == row.id)
+            .order_by(col(EvalExample.seq))
+        )
+        if failed:
+            # A failed example's error is an object; the others hold JSON null.
+            query = query.where(
+                or_(
+                    col(EvalResult.correct).is_(False),
+                    cast(col(EvalResult.error), String).like("{%"),
+                )
+            )
+        page = fetch_page(self._db, query, at)
+        ids = [r.example_id for r in page.items]
+        examples = {
+            e.example_id: e
+            for e in DatasetRepository(self._db).examples_by_id(row.dataset_id, row.split, ids)
+        }
+        return Page(
+            [(r, examples[r.example_id]) for r in page.items], page.total, page.offset, page.limit
+        )
 
     def tally(self, evaluation_id: str, since: datetime) -> tuple[int, int, int, float, int]:
         """Of the evaluation's results: how many, how many failed, their tokens and cost, and

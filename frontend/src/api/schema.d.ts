@@ -558,7 +558,10 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** Dataset Examples */
+        /**
+         * Dataset Examples
+         * @description In the order of the dataset's file.
+         */
         get: operations["dataset_examples_api_v1_datasets__name__examples_get"];
         put?: never;
         post?: never;
@@ -4263,9 +4266,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    }[];
+                    "application/json": components["schemas"]["Page_dict_str__Any__"];
                 };
             };
             /** @description Validation Error */
@@ -4377,9 +4378,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    }[];
+                    "application/json": components["schemas"]["Page_dict_str__Any__"];
                 };
             };
             /** @description Validation Error */
@@ -4584,9 +4583,7 @@ export interface operations {
                     [name: string]: unknown;
                 };
                 content: {
-                    "application/json": {
-                        [key: string]: unknown;
-                    }[];
+                    "application/json": components["schemas"]["Page_dict_str__Any__"];
                 };
             };
             /** @description Validation Error */

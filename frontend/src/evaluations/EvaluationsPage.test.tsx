@@ -70,7 +70,8 @@ describe("routes", () => {
 describe("EvaluationsPage", () => {
   const base = {
     "GET /api/v1/datasets": () => jsonResponse([{ id: "d1", name: "rows", kind: "generic", metric: "numeric", source: "eval_rows", splits: { dev: 3 } }]),
-    "GET /api/v1/evaluations": () => jsonResponse([evaluation("e1", "counter@1", 2 / 3), evaluation("e2", "offbyone@1", 0)]),
+    "GET /api/v1/evaluations": () =>
+      jsonResponse({ items: [evaluation("e1", "counter@1", 2 / 3), evaluation("e2", "offbyone@1", 0)], total: 2, offset: 0, limit: 100 }),
     "GET /api/v1/evaluations/e1": () => jsonResponse({ ...evaluation("e1", "counter@1", 2 / 3), done: 3, running_here: false, progress: null }),
     "GET /api/v1/evaluations/e1/report": () => jsonResponse(report),
   };
@@ -156,12 +157,14 @@ describe("feedback", () => {
   it("sends a failed example's correction to its run", async () => {
     const calls = mockServer({
       "GET /api/v1/datasets": () => jsonResponse([]),
-      "GET /api/v1/evaluations": () => jsonResponse([evaluation("e1", "counter@1", 2 / 3)]),
+      "GET /api/v1/evaluations": () => jsonResponse({ items: [evaluation("e1", "counter@1", 2 / 3)], total: 101, offset: 0, limit: 100 }),
       "GET /api/v1/evaluations/e1": () => jsonResponse({ ...evaluation("e1", "counter@1", 2 / 3), done: 3, running_here: false, progress: null }),
       "GET /api/v1/evaluations/e1/report": () => jsonResponse(report),
       "POST /api/v1/runs/r9/feedback": () => jsonResponse({ id: "f1", example_namespace: "feedback-counter" }, 201),
     });
     render(<EvaluationsPage evaluationId="e1" />);
+    // one page of the list, which says how many there are in all
+    expect((await screen.findByTestId("evaluations-more")).textContent).toBe("The newest 1 of 101.");
     fireEvent.change(await screen.findByLabelText("correction for r9"), { target: { value: "7" } });
     fireEvent.click(screen.getByTestId("feedback-r9"));
     expect(await screen.findByText("kept in feedback-counter")).toBeTruthy();

@@ -18,6 +18,7 @@ function fixed(value: number | null | undefined, digits = 4): string {
 export function EvaluationsPage({ evaluationId }: { evaluationId: string | null }) {
   const [datasets, setDatasets] = useState<DatasetSummary[]>([]);
   const [evaluations, setEvaluations] = useState<EvaluationRecord[]>([]);
+  const [evaluationCount, setEvaluationCount] = useState(0);
   const [error, setError] = useState<{ code: string; message: string } | null>(null);
   const [compareWith, setCompareWith] = useState<string | null>(null);
   const [version, setVersion] = useState(0);
@@ -27,7 +28,8 @@ export function EvaluationsPage({ evaluationId }: { evaluationId: string | null 
     Promise.all([evalApi.datasets(), evalApi.evaluations()]).then(
       ([d, e]) => {
         setDatasets(d);
-        setEvaluations(e);
+        setEvaluations(e.items);
+        setEvaluationCount(e.total);
       },
       (e: unknown) => setError(describeError(e)),
     );
@@ -68,6 +70,11 @@ export function EvaluationsPage({ evaluationId }: { evaluationId: string | null 
                 </li>
               ))}
             </ul>
+            {evaluationCount > evaluations.length && (
+              <p className="muted" data-testid="evaluations-more">
+                The newest {evaluations.length} of {evaluationCount}.
+              </p>
+            )}
           </section>
         </aside>
         <main className="eval-main">

@@ -1,6 +1,7 @@
 // The evaluation calls, through the one transport (api/transport.ts).
 
 import { request, upload } from "../api/transport";
+import type { Page } from "../api/types";
 import type { Comparison, DatasetSummary, EvaluationRecord, Report, StartBody } from "./types";
 
 const V = "/api/v1";
@@ -10,7 +11,8 @@ export const evalApi = {
   datasets: () => request<DatasetSummary[]>("GET", `${V}/datasets`),
   importDataset: (body: { name: string; kind: string; path: string; split: string }) =>
     request<DatasetSummary>("POST", `${V}/datasets`, body),
-  evaluations: () => request<EvaluationRecord[]>("GET", `${V}/evaluations?limit=100`),
+  /** The newest evaluations (one page: the list shows how many there are in all). */
+  evaluations: () => request<Page<EvaluationRecord>>("GET", `${V}/evaluations?limit=100`),
   evaluation: (id: string) => request<EvaluationRecord>("GET", `${V}/evaluations/${e(id)}`),
   start: (body: StartBody) => request<EvaluationRecord>("POST", `${V}/evaluations`, startPayload(body)),
   cancel: (id: string) => request<unknown>("POST", `${V}/evaluations/${e(id)}/cancel`),

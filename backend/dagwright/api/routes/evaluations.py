@@ -19,6 +19,7 @@ from dagwright.api.state import Services, services
 from dagwright.errors import InputError, NotFoundError
 from dagwright.evaluation.metrics import METRICS
 from dagwright.services.evaluation_runs import RunningEvaluations
+from dagwright.store.paging import Page
 
 if TYPE_CHECKING:
     from dagwright.services.evaluation_gates import GateService
@@ -138,12 +139,13 @@ async def dataset_examples(
     s: Deps,
     page: Paging,
     split: str = "dev",
-) -> list[dict[str, Any]]:
+) -> Page[dict[str, Any]]:
+    """In the order of the dataset's file."""
     from dagwright.services.datasets import example_dict
 
     datasets = _evaluations(s).datasets
-    rows = await asyncio.to_thread(datasets.examples, name, split, page.offset, page.limit)
-    return [example_dict(r) for r in rows]
+    found = await asyncio.to_thread(datasets.example_page, name, split, page.offset, page.limit)
+    return found.map(example_dict)
 
 
 class FewShotIn(BaseModel):
@@ -229,12 +231,12 @@ async def _until_finished(evaluations: EvaluationService, evaluation_id: str) ->
 
 
 @admin.get("/evaluations")
-async def list_evaluations(s: Deps, page: Paging, app: str | None = None) -> list[dict[str, Any]]:
+async def list_evaluations(s: Deps, page: Paging, app: str | None = None) -> Page[dict[str, Any]]:
     """Newest first."""
     from dagwright.services.evaluations import evaluation_dict
 
-    rows = await asyncio.to_thread(_evaluations(s).list, app, page.offset, page.limit)
-    return [evaluation_dict(r) for r in rows]
+    found = await asyncio.to_thread(_evaluations(s).list, app, page.offset, page.limit)
+    return found.map(evaluation_dict)
 
 
 @admin.get("/evaluations/compare")
@@ -276,7 +278,7 @@ async def evaluation_results(
     s: Deps,
     page: Paging,
     failed: bool = False,
-) -> list[dict[str, Any]]:
+) -> Page[dict[str, Any]]:
     """Per example: prediction, score, its run (the trace at /api/v1/runs/{run_id})."""
     return await asyncio.to_thread(
         _evaluations(s).results, evaluation_id, page.offset, page.limit, failed=failed
