@@ -38,6 +38,7 @@ if TYPE_CHECKING:
     from dagwright.services.apps import AppService
     from dagwright.services.data_sources import DataSourceService
     from dagwright.services.evaluations import EvaluationService
+    from dagwright.services.human import HumanInbox
     from dagwright.services.invoke import InProcessInvoker
     from dagwright.services.queue.durable import DurableRunner
     from dagwright.services.queue.settings import QueueSettings
@@ -330,13 +331,27 @@ class Composition:
 
         return self._once_given("executor", node_timeout, build)
 
-    def apps(self, registry: Registry | None = None) -> AppService:
+    def palette(self) -> Registry:
+        """The blocks apps are built from: the registry's, and in a process with the database
+        (server, worker, the commands on its database) Data-Copilot's designed interfaces as
+        tool blocks too."""
+        if self.kind != "server":
+            return self.registry()
+
+        def build() -> Registry:
+            from dagwright.methods.data_copilot.tool_blocks import library_blocks
+
+            return self.registry().extended(library_blocks(self.interfaces()))
+
+        return self._once("palette", build)
+
+    def apps(self) -> AppService:
         def build() -> AppService:
             from dagwright.services.apps import AppService
 
-            return AppService(self.database(), registry or self.registry())
+            return AppService(self.database(), self.palette())
 
-        return self._once_given("apps", registry, build)
+        return self._once("apps", build)
 
     def runs(self, recover_interrupted: bool = False) -> RunService:
         """The run service over this process's executor; its writer is started, and it is
@@ -390,7 +405,7 @@ class Composition:
 
         return self._once("run_queue", build)
 
-    def durable_runner(self, registry: Registry | None = None) -> DurableRunner:
+    def durable_runner(self) -> DurableRunner:
         """What a worker executes queued runs with: this process's run service, whose
         executor records each not-retryable block as begun before calling it."""
 
@@ -402,9 +417,7 @@ class Composition:
             install_schema(self.database())
             runs = self.runs(recover_interrupted=True)
             runs.executor.options.before_unretryable = runs.mark_begun
-            return DurableRunner(
-                runs, self.apps(registry), self.evaluations, lambda: self.tqa().runner
-            )
+            return DurableRunner(runs, self.apps(), self.evaluations, lambda: self.tqa().runner)
 
         return self._once("durable_runner", build)
 
@@ -457,6 +470,16 @@ class Composition:
             return self.tqa()
         return LocalTqa(self.settings, self._notice)
 
+    def human_inbox(self) -> HumanInbox:
+        """Where `human_input` blocks write their requests (answered through the API)."""
+
+        def build() -> HumanInbox:
+            from dagwright.services.human import HumanInbox
+
+            return HumanInbox(self.database())
+
+        return self._once("human_inbox", build)
+
     def tracing(self) -> RunTracing | None:
         """Run tracing to the configured collector; None (no OpenTelemetry import) else."""
         endpoint = self.settings.traces_endpoint
@@ -476,6 +499,7 @@ class Composition:
                 APPS,
                 AUTOTQA,
                 EXAMPLES,
+                HUMAN,
                 INTERFACES,
                 MCP_STDIO,
                 MODELS,
@@ -496,8 +520,9 @@ class Composition:
             services.provide_lazily(SANDBOX, self.sandbox)
             services.provide_lazily(MCP_STDIO, self.mcp_stdio)
             services.provide_lazily(SOURCE_PATHS, self.source_paths)
-            if self.kind == "server":
+            if self.kind == "server":  # a database of runs: apps to call, runs that wait
                 services.provide_lazily(APPS, self.app_invoker)
+                services.provide_lazily(HUMAN, self.human_inbox)
             return services
 
         return self._once("block_services", build)

@@ -29,6 +29,7 @@ if TYPE_CHECKING:
     from dagwright.services.apps import AppService
     from dagwright.services.data_sources import DataSourceService
     from dagwright.services.endpoints import EndpointResolver
+    from dagwright.services.evaluations import EvaluationService
     from dagwright.services.human import HumanService
     from dagwright.services.keys import KeyService
     from dagwright.services.queue.submit import RunQueue
@@ -54,6 +55,7 @@ class Services:
     data: DataSourceService
     tqa: TqaService
     mcp_stdio: StdioAllowList
+    evaluations: EvaluationService
     queue: RunQueue | None = None  # queue mode (services/queue): async runs go to workers
 
 
@@ -90,28 +92,22 @@ def _prepare(
         importlib.import_module(module)
     from dagwright.api.auth import RateLimiter
     from dagwright.data.isolation import log_isolation
-    from dagwright.methods.data_copilot.tool_blocks import library_blocks
-    from dagwright.registry import HUMAN
     from dagwright.services.endpoints import EndpointResolver
-    from dagwright.services.human import HumanInbox, HumanService
+    from dagwright.services.human import HumanService
     from dagwright.services.keys import KeyService
     from dagwright.services.triggers import TriggerService
 
     # Which isolation python_on_tables gets (docs/security/sandbox.md).
     log_isolation(process.sandbox())
     engine = process.database()
-    # Data-Copilot's designed interfaces join the palette as tool blocks.
-    registry = process.registry().extended(library_blocks(process.interfaces()))
-    apps = process.apps(registry)
+    apps = process.apps()  # over the palette: Data-Copilot's interfaces are tool blocks there
     secrets = process.secret_store()
     runs = process.runs(recover_interrupted=True)
     queue = process.run_queue()  # None unless queue mode (docs/deploy.md)
-    # Runs paused at human_input nodes (routes/human.py); timeouts swept by every replica.
-    process.block_services().provide(HUMAN, HumanInbox(engine))
     keys = KeyService(engine)
     services = Services(
         settings=settings,
-        registry=registry,
+        registry=process.palette(),
         engine=engine,
         apps=apps,
         keys=keys,
@@ -124,6 +120,7 @@ def _prepare(
         data=process.data_sources(),
         tqa=process.tqa(),
         mcp_stdio=process.mcp_stdio(),
+        evaluations=process.evaluations(),
         queue=queue,
     )
     return _Prepared(

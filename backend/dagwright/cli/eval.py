@@ -147,9 +147,7 @@ async def _local(
     model providers), for the time of one command. The model gateway (and the scripted model
     server standing in when no provider is configured) only for commands that run apps."""
     from dagwright.composition import Composition
-    from dagwright.services.datasets import DatasetService
     from dagwright.services.evaluation_gates import GateService
-    from dagwright.services.evaluations import EvaluationService
     from dagwright.services.feedback import FeedbackService
     from dagwright.settings import load_settings
 
@@ -159,15 +157,11 @@ async def _local(
     try:
         if models:
             process.gateway()  # its notice (scripted model?) before the work starts
-        engine, apps, examples = process.database(), process.apps(), process.examples()
-        folder = process.data_dir()
-        datasets = DatasetService(
-            engine, process.data_sources(), folder / "sources" / "eval-datasets", examples
-        )
+        engine, apps = process.database(), process.apps()
         yield Local(
-            EvaluationService(engine, apps, process.runs(), datasets),
+            process.evaluations(),
             GateService(engine, apps),
-            FeedbackService(engine, apps, examples),
+            FeedbackService(engine, apps, process.examples()),
             process.runs(),
         )
     finally:

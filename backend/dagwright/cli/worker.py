@@ -54,18 +54,13 @@ def worker(
 
 async def _work(settings: Settings) -> None:
     from dagwright.composition import Composition
-    from dagwright.methods.data_copilot.tool_blocks import library_blocks
-    from dagwright.registry import HUMAN
-    from dagwright.services.human import HumanInbox
     from dagwright.services.queue.worker import work
 
+    # The server's palette and block services (Data-Copilot's interfaces as tool blocks, the
+    # inbox of human_input nodes): those of the composition's "server" kind.
     process = Composition(settings)
     try:
-        # The server's palette and block services: Data-Copilot's interfaces as tool blocks,
-        # and the inbox of human_input nodes.
-        registry = process.registry().extended(library_blocks(process.interfaces()))
-        process.block_services().provide(HUMAN, HumanInbox(process.database()))
-        runner = process.durable_runner(registry)
+        runner = process.durable_runner()
         await work(runner, settings.database_url, process.queue_settings(), settings.replica)
     finally:
         await process.aclose()

@@ -32,15 +32,6 @@ Deps = Annotated[Services, Depends(services)]
 MAX_UPLOAD_EXAMPLES = 100_000
 
 
-def _evaluations(s: Services) -> EvaluationService:
-    from dagwright.services.datasets import DatasetService
-    from dagwright.services.evaluations import EvaluationService
-
-    folder = s.settings.data_dir / "sources" / "eval-datasets"
-    datasets = DatasetService(s.engine, s.data, folder, s.examples)
-    return EvaluationService(s.engine, s.apps, s.runs, datasets)
-
-
 def _running(request: Request) -> RunningEvaluations:
     state = request.app.state
     if not hasattr(state, "evaluations_running"):
@@ -74,7 +65,7 @@ class DatasetImportIn(BaseModel):
 
 @admin.get("/datasets")
 async def list_datasets(s: Deps) -> list[dict[str, Any]]:
-    found = await asyncio.to_thread(_evaluations(s).datasets.list)
+    found = await asyncio.to_thread(s.evaluations.datasets.list)
     return [d.to_dict() for d in found]
 
 
@@ -84,7 +75,7 @@ async def import_dataset(body: DatasetImportIn, s: Deps) -> dict[str, Any]:
     # The same rule as a file source: only files under the source roots may be read.
     path = s.data.source_paths().check(body.path, "dataset import")
     summary = await asyncio.to_thread(
-        _evaluations(s).datasets.import_file,
+        s.evaluations.datasets.import_file,
         body.name,
         body.kind,
         path,
@@ -119,7 +110,7 @@ async def upload_dataset(
         with tempfile.TemporaryDirectory() as folder:
             path = Path(folder) / f"upload.{fmt}"
             path.write_bytes(body)
-            summary = _evaluations(s).datasets.import_file(
+            summary = s.evaluations.datasets.import_file(
                 name, kind, path, split=split, metric=metric, limit=MAX_UPLOAD_EXAMPLES
             )
         return summary.to_dict()
@@ -129,7 +120,7 @@ async def upload_dataset(
 
 @admin.get("/datasets/{name}")
 async def get_dataset(name: str, s: Deps) -> dict[str, Any]:
-    summary = await asyncio.to_thread(_evaluations(s).datasets.get, name)
+    summary = await asyncio.to_thread(s.evaluations.datasets.get, name)
     return summary.to_dict()
 
 
@@ -143,7 +134,7 @@ async def dataset_examples(
     """In the order of the dataset's file."""
     from dagwright.services.datasets import example_dict
 
-    datasets = _evaluations(s).datasets
+    datasets = s.evaluations.datasets
     found = await asyncio.to_thread(datasets.example_page, name, split, page.offset, page.limit)
     return found.map(example_dict)
 
@@ -159,7 +150,7 @@ class FewShotIn(BaseModel):
 @admin.post("/datasets/{name}/few-shot")
 async def load_few_shot(name: str, body: FewShotIn, s: Deps) -> dict[str, Any]:
     """A split's examples into a few-shot namespace (idempotent)."""
-    count = await _evaluations(s).datasets.load_few_shot(
+    count = await s.evaluations.datasets.load_few_shot(
         name, body.split, body.namespace, body.embedder
     )
     return {"namespace": body.namespace, "loaded": count}
@@ -190,7 +181,7 @@ async def start_evaluation(
     """Run an app version over a dataset split; each example becomes a recorded run."""
     from dagwright.services.evaluations import evaluation_dict
 
-    evaluations = _evaluations(s)
+    evaluations = s.evaluations
     settings: dict[str, Any] = {"inputs": body.inputs}
     if body.output:
         settings["output"] = body.output
@@ -235,14 +226,14 @@ async def list_evaluations(s: Deps, page: Paging, app: str | None = None) -> Pag
     """Newest first."""
     from dagwright.services.evaluations import evaluation_dict
 
-    found = await asyncio.to_thread(_evaluations(s).list, app, page.offset, page.limit)
+    found = await asyncio.to_thread(s.evaluations.list, app, page.offset, page.limit)
     return found.map(evaluation_dict)
 
 
 @admin.get("/evaluations/compare")
 async def compare_evaluations(a: str, b: str, s: Deps) -> dict[str, Any]:
     """B against A: difference with a paired interval and test, and the flipped examples."""
-    return await asyncio.to_thread(_evaluations(s).compare, a, b)
+    return await asyncio.to_thread(s.evaluations.compare, a, b)
 
 
 @admin.get("/evaluations/{evaluation_id}")
@@ -252,7 +243,7 @@ async def get_evaluation(evaluation_id: str, request: Request, s: Deps) -> dict[
     workers have stored, the rate over the last minute)."""
     from dagwright.services.evaluations import evaluation_dict
 
-    evaluations = _evaluations(s)
+    evaluations = s.evaluations
     row = await asyncio.to_thread(evaluations.get, evaluation_id)
     done = await asyncio.to_thread(evaluations.done_ids, evaluation_id)
     running = _running(request)
@@ -269,7 +260,7 @@ async def get_evaluation(evaluation_id: str, request: Request, s: Deps) -> dict[
 
 @admin.get("/evaluations/{evaluation_id}/report")
 async def evaluation_report(evaluation_id: str, s: Deps) -> dict[str, Any]:
-    return await asyncio.to_thread(_evaluations(s).report, evaluation_id)
+    return await asyncio.to_thread(s.evaluations.report, evaluation_id)
 
 
 @admin.get("/evaluations/{evaluation_id}/results")
@@ -281,7 +272,7 @@ async def evaluation_results(
 ) -> Page[dict[str, Any]]:
     """Per example: prediction, score, its run (the trace at /api/v1/runs/{run_id})."""
     return await asyncio.to_thread(
-        _evaluations(s).results, evaluation_id, page.offset, page.limit, failed=failed
+        s.evaluations.results, evaluation_id, page.offset, page.limit, failed=failed
     )
 
 
@@ -290,7 +281,7 @@ async def cancel_evaluation(evaluation_id: str, request: Request, s: Deps) -> di
     """Stops a running evaluation (its finished examples are kept: POST it again to resume).
     In queue mode, through any replica: the workers running its examples start no other."""
     if s.queue is not None:
-        await asyncio.to_thread(_evaluations(s).cancel_queued, evaluation_id)
+        await asyncio.to_thread(s.evaluations.cancel_queued, evaluation_id)
     else:
         _running(request).cancel(evaluation_id)
     return {"id": evaluation_id, "cancelled": True}
