@@ -1,17 +1,20 @@
-"""Start-up in two steps (api/startup.py): the health check answers as soon as the server
-listens, every other request waits until the routes, the database and the services are
-ready; a start-up that fails answers 503 to every request, and `dagwright serve` stops."""
+"""Start-up in steps (api/startup.py): the health check answers as soon as the server
+listens; the core's routes (apps, runs, keys, published calls) once the database and the
+services are ready; every other request waits until the data layer is ready too; a
+start-up that fails answers 503 to every request, and `dagwright serve` stops."""
 
 from __future__ import annotations
 
 import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import httpx
 
 from dagwright.api.settings import ServerSettings
+from support.probe import health_probe
 from support.server import (
     ServerProcess,
     serve_in_thread,
@@ -40,6 +43,37 @@ def test_every_route_answers_once_the_health_check_has(tmp_path: Path) -> None:
                 assert client.get(path).status_code == 200, path
     finally:
         server.stop()
+
+
+def test_the_core_routes_answer_before_the_data_layer_is_ready(tmp_path: Path) -> None:
+    server = ServerProcess(tmp_path / "data", "staged").start(started=False)  # health only
+    answered: list[str] = []
+    statuses: dict[str, int] = {}
+    lock = threading.Lock()
+
+    def ask(path: str) -> None:
+        with httpx.Client(base_url=server.base_url, timeout=60.0) as client:
+            status = client.get(path).status_code
+        with lock:
+            answered.append(path)
+            statuses[path] = status
+
+    # Asked at once while start-up's thread works, the health check answering throughout
+    # (nothing is imported on the event loop).
+    paths = ("/api/v1/ready", "/api/v1/sources", "/api/v1/tables", "/api/v1/apps")
+    try:
+        with health_probe(server.base_url):
+            askers = [threading.Thread(target=ask, args=(path,)) for path in paths]
+            for asker in askers:
+                asker.start()
+            for asker in askers:
+                asker.join()
+    finally:
+        server.stop()
+    assert statuses == dict.fromkeys(paths, 200)
+    # The editor's app list answered once the core stage was done; the data routes and
+    # /ready waited for the data layer (the second stage).
+    assert answered[0] == "/api/v1/apps", answered
 
 
 def test_a_failed_start_up_answers_503_naming_the_reason(tmp_path: Path) -> None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import importlib
 import threading
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -14,7 +14,7 @@ from fastapi import APIRouter, FastAPI
 from fastapi.middleware.cors import CORSMiddleware
 from fastapi.responses import RedirectResponse
 from fastapi.staticfiles import StaticFiles
-from starlette.routing import Match, Mount
+from starlette.routing import BaseRoute, Match, Mount
 from starlette.types import Scope
 
 from dagwright import __version__
@@ -51,14 +51,24 @@ ROUTE_MODULES = (
     "drafts",
     "tqa_guide",
 )
+# Start-up's first stage (api/startup.py): what a user's first call needs (the editor's app
+# list, a published run, runs, keys), ready before the data layer is imported; the rest
+# wait for it too.
+CORE_ROUTE_MODULES = ROUTE_MODULES[:4]
 
 
-def api_routers() -> list[APIRouter]:
-    """Every route module's router, in order (importing them, and building their schemas, is
-    most of a second: start-up does it in its thread, api/startup.py)."""
-    return [
-        importlib.import_module(f"dagwright.api.routes.{name}").router for name in ROUTE_MODULES
-    ]
+def api_routers(names: Sequence[str] = ROUTE_MODULES) -> list[APIRouter]:
+    """These route modules' routers, in order (importing them, and building their schemas,
+    is most of a second: start-up does it in its thread, api/startup.py)."""
+    return [importlib.import_module(f"dagwright.api.routes.{name}").router for name in names]
+
+
+def core_routers() -> list[APIRouter]:
+    return api_routers(CORE_ROUTE_MODULES)
+
+
+def rest_routers() -> list[APIRouter]:
+    return api_routers(ROUTE_MODULES[len(CORE_ROUTE_MODULES) :])
 
 
 class _EditorFiles(Mount):
@@ -73,31 +83,42 @@ class _EditorFiles(Mount):
 
 
 class _Routes:
-    """The API's routes, added to the app once: by start-up, or by the first call for the
-    OpenAPI document of an app that never started (its tests)."""
+    """The API's routes, added to the app once: by start-up's stages (the core's modules,
+    then the rest), or all by the first call for the OpenAPI document of an app that never
+    started (its tests)."""
 
     def __init__(self, app: FastAPI, fast: FastPaths) -> None:
         self.app = app
         self.fast = fast
-        self.installed = False
+        self._added: list[APIRouter] = []
+        self._front = 0  # how many routes at the table's front are the API's
         self._lock = threading.Lock()
 
-    def install(self, routers: list[APIRouter] | None = None) -> None:
+    def add(self, routers: list[APIRouter]) -> list[BaseRoute]:
+        """Installs these routers (those not installed yet, in order); returns their routes."""
         with self._lock:
-            if self.installed:
-                return
             table = self.app.router.routes
             before = len(table)
-            for router in routers or api_routers():
-                self.app.include_router(router)
-            # In front of the health check and the editor's files (the "/" mount matches all).
+            for router in routers:
+                if not any(router is added for added in self._added):
+                    self.app.include_router(router)
+                    self._added.append(router)
+            # After the API's routes added before, in front of the health check and the
+            # editor's files (the "/" mount matches all).
             added = table[before:]
             del table[before:]
-            table[:0] = added
-            from dagwright.api.routes.published import run_published_fast
+            table[self._front : self._front] = added
+            self._front += len(added)
+            if self.fast.published_run is None:
+                # Imported by now: the published routes are the core's (the first added).
+                from dagwright.api.routes import published
 
-            self.fast.published_run = run_published_fast
-            self.installed = True
+                if any(router is published.router for router in routers):
+                    self.fast.published_run = published.run_published_fast
+            return added
+
+    def install(self) -> None:
+        self.add(api_routers())
 
 
 def create_app(settings: ServerSettings | None = None) -> FastAPI:
@@ -106,7 +127,7 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        async with serving(app, settings, startup, routes.install, api_routers):
+        async with serving(app, settings, startup, routes.add, core_routers, rest_routers):
             yield
 
     app = FastAPI(

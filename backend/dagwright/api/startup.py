@@ -1,7 +1,18 @@
-"""Start-up in two steps: the server answers its health check as soon as it listens, and
-prepares the rest (the route modules, the database and its migrations, the block registry,
-the model gateway, the data layer's native modules) in a thread; every other request waits
-for that, without holding up the event loop.
+"""Start-up in steps: the server answers its health check as soon as it listens, and
+prepares the rest in a thread, in two stages:
+
+1. the core: the database and its migrations, the block registry, the model gateway, the
+   services, and the route modules of apps, runs, keys and published calls (the routes a
+   user's first call needs: the editor's app list, a published run);
+2. the rest: the other route modules (data sources, tables, AutoTQA, Data-Copilot,
+   examples...) and the data layer's native modules (DuckDB, Arrow, sqlglot: most of a
+   second of CPU).
+
+Readiness is one mechanism: each stage installs its routes when it is done, and the gate
+lets a request through once a route of a finished stage matches it (the health check
+always). Any other request (a data route, /openapi.json, /api/v1/ready, the editor's files)
+waits until every stage is done, so no route runs before what it needs is imported and
+built, and `GET /api/v1/ready` still means "everything ready".
 
 Why a thread: those imports and builds cost over a second of CPU, most of it the data
 layer's native modules (DuckDB, Arrow, sqlglot). Run on the event loop they would stall
@@ -19,9 +30,10 @@ import asyncio
 import logging
 import signal
 import threading
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Sequence
 from typing import Final
 
+from starlette.routing import BaseRoute, Match
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from dagwright.api.errors import error_response
@@ -31,21 +43,26 @@ log = logging.getLogger("uvicorn.error")
 
 
 class Startup:
-    """Where start-up stands. Until `begin()` (an app used without its lifespan) nothing is
-    waited for."""
+    """Where start-up stands: its stages' routes, and an event set as each stage ends (and
+    replaced by the next one's). Until `begin()` (an app used without its lifespan) nothing
+    is waited for."""
 
     def __init__(self) -> None:
-        self._ready: asyncio.Event | None = None
+        self._pending = False
+        self._stage: asyncio.Event | None = None
         self._task: asyncio.Task[None] | None = None
+        self._served: tuple[BaseRoute, ...] = ()
         self.failure: BaseException | None = None
 
     @property
     def pending(self) -> bool:
-        return self._ready is not None and not self._ready.is_set()
+        return self._pending
 
     def begin(self, preparing: Awaitable[None]) -> None:
         """Run `preparing` in the background (from the lifespan, on the server's loop)."""
-        self._ready = asyncio.Event()
+        self._pending = True
+        self._stage = asyncio.Event()
+        self._served = ()
         self.failure = None
         self._task = asyncio.ensure_future(self._run(preparing))
 
@@ -61,12 +78,30 @@ class Startup:
             if not isinstance(exc, Exception):
                 raise
         finally:
-            assert self._ready is not None
-            self._ready.set()
+            self._pending = False
+            self._stage_ended()
 
-    async def wait(self) -> None:
-        if self._ready is not None:
-            await self._ready.wait()
+    def release(self, routes: Sequence[BaseRoute]) -> None:
+        """A stage is done: requests its routes match no longer wait for the rest (on the
+        loop, once the routes are installed and what they use is built)."""
+        self._served = (*self._served, *routes)
+        self._stage_ended()
+
+    def _stage_ended(self) -> None:
+        ended, self._stage = self._stage, asyncio.Event()
+        if ended is not None:
+            ended.set()  # its waiters look again: served now, or wait for the next stage
+
+    def serves(self, scope: Scope) -> bool:
+        """Whether a finished stage's route takes this request (a wrong method does not: an
+        unfinished stage may have the route for it)."""
+        return any(route.matches(scope)[0] is Match.FULL for route in self._served)
+
+    async def admit(self, scope: Scope) -> None:
+        """Returns once a finished stage serves this request, or start-up is over."""
+        while self._pending and not self.serves(scope):
+            assert self._stage is not None
+            await self._stage.wait()
 
     async def settled(self) -> None:
         """At shut-down: wait for a start-up still under way (its thread cannot be stopped,
@@ -76,8 +111,9 @@ class Startup:
 
 
 class StartupGate:
-    """ASGI middleware: the health check passes while the server prepares the rest; every
-    other request waits until it is ready. After a failed start-up, all answer 503."""
+    """ASGI middleware: the health check, and the routes of the stages that are done, pass
+    while the server prepares the rest; every other request waits until it is all ready.
+    After a failed start-up, all answer 503."""
 
     def __init__(self, app: ASGIApp, startup: Startup) -> None:
         self.app = app
@@ -87,7 +123,7 @@ class StartupGate:
         startup = self.startup
         if scope["type"] == "http":
             if startup.pending and scope.get("path") != HEALTH_PATH:
-                await startup.wait()
+                await startup.admit(scope)
             if startup.failure is not None:
                 response = error_response(
                     503, "server_unavailable", f"the server failed to start: {startup.failure}"

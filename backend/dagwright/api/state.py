@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from fastapi import APIRouter, FastAPI, Request
+from starlette.routing import BaseRoute
 
 from dagwright.api.settings import ServerSettings
 from dagwright.api.startup import Startup
@@ -85,11 +86,10 @@ class _Prepared:
 def _prepare(
     process: Composition, settings: ServerSettings, load_routes: Callable[[], list[APIRouter]]
 ) -> _Prepared:
-    """Start-up's thread: the imports and the blocking builds (the database and its
-    migrations, the registry, the gateway)."""
+    """Start-up's thread, its first stage (api/startup.py): the core's route modules and the
+    blocking builds (the database and its migrations, the registry, the gateway, the
+    services). The data layer's modules are the second stage's (`_prepare_rest`)."""
     routers = load_routes()
-    for module in _DATA_LAYER:
-        importlib.import_module(module)
     from dagwright.api.auth import RateLimiter
     from dagwright.data.isolation import log_isolation
     from dagwright.services.endpoints import EndpointResolver
@@ -133,6 +133,14 @@ def _prepare(
     )
 
 
+def _prepare_rest(load_routes: Callable[[], list[APIRouter]]) -> list[APIRouter]:
+    """Start-up's thread, its second stage: the other route modules and the data layer."""
+    routers = load_routes()
+    for module in _DATA_LAYER:
+        importlib.import_module(module)
+    return routers
+
+
 def _tune_garbage_collector() -> None:
     """What start-up built lives as long as the process (modules, routes, schemas, services:
     about 170,000 objects): frozen, the collector no longer walks it. Under load each full
@@ -151,12 +159,13 @@ async def serving(
     app: FastAPI,
     settings: ServerSettings,
     startup: Startup,
-    install_routes: Callable[[list[APIRouter]], None],
-    load_routes: Callable[[], list[APIRouter]],
+    install_routes: Callable[[list[APIRouter]], list[BaseRoute]],
+    load_core: Callable[[], list[APIRouter]],
+    load_rest: Callable[[], list[APIRouter]],
 ) -> AsyncIterator[None]:
     """FastAPI lifespan: open the database (migrating it), the model gateway and the run
     writer; mark runs a crash left running as interrupted; undo it all at shut-down. All of
-    it after the server begins to answer (api/startup.py)."""
+    it after the server begins to answer, in two stages (api/startup.py)."""
     from dagwright.composition import Composition
 
     async with AsyncExitStack() as stack:
@@ -166,7 +175,7 @@ async def serving(
                 settings.composed(), replica=settings.replica, invoke_depth=settings.invoke_depth
             )
             stack.push_async_callback(process.aclose)  # last (callbacks run LIFO)
-            prepared = await asyncio.to_thread(_prepare, process, settings, load_routes)
+            prepared = await asyncio.to_thread(_prepare, process, settings, load_core)
             # Started in the thread, the writer is open; on the loop it also starts its
             # poller (cancel requests, recovery of the runs of dead processes).
             prepared.services.runs.start_writer()
@@ -177,7 +186,9 @@ async def serving(
             app.state.triggers = prepared.triggers
             app.state.human = prepared.human
             app.state.services = prepared.services
-            install_routes(prepared.routers)
+            # The core's routes answer from here; the rest wait for the second stage.
+            startup.release(install_routes(prepared.routers))
+            install_routes(await asyncio.to_thread(_prepare_rest, load_rest))
             _tune_garbage_collector()
 
         startup.begin(prepare())
