@@ -288,3 +288,36 @@ def test_feedback_from_the_editor_and_from_a_caller(secured: LiveServer) -> None
         headers={"Authorization": f"Bearer {other}"},
     )
     assert refused.status_code == 403
+
+
+def test_waiting_for_the_report_is_bounded(server: LiveServer, tmp_path: Path) -> None:
+    # Each example's run waits while the hold file exists: the wait ends first, with 202 and
+    # the evaluation as it stands, and the evaluation goes on without its caller.
+    api, hold, tally = server.api, tmp_path / "hold", tmp_path / "tally.log"
+    hold.touch()
+    flow = _flow(
+        [
+            {"id": "table", "block": "text_input", "config": {"name": "table"}},
+            {"id": "held", "block": "tally", "config": {"file": str(tally), "hold": str(hold)}},
+            {"id": "answer", "block": "output", "config": {"name": "answer"}},
+        ],
+        [("table", "output", "held", "value"), ("held", "output", "answer", "value")],
+    )
+    api.create_app("held")
+    api.publish("held", api.save("held", flow)["id"])
+    path = _dataset(server)
+    _post(api, "/api/v1/datasets", {"name": "held", "kind": "generic", "path": str(path)}, 201)
+    body = {"app": "held", "dataset": "held", "wait": True}
+    too_long = api.http.post("/api/v1/evaluations", params={"timeout": 3601}, json=body)
+    assert [p["field"] for p in too_long.json()["error"]["problems"]] == ["query.timeout"]
+    waited = api.http.post("/api/v1/evaluations", params={"timeout": 0.5}, json=body)
+    assert waited.status_code == 202, waited.text
+    assert (waited.json()["status"], waited.json()["error"]) == ("running", None)
+    evaluation_id = waited.json()["id"]
+    hold.unlink()
+    for _ in range(200):
+        state = api.http.get(f"/api/v1/evaluations/{evaluation_id}").json()
+        if state["status"] != "running":
+            break
+        time.sleep(0.05)
+    assert (state["status"], state["done"]) == ("completed", 3)

@@ -429,6 +429,79 @@ def test_an_evaluation_cancelled_through_either_server_stops_on_every_worker(
     assert results() == examples
 
 
+def test_waiting_for_an_evaluation_is_bounded_and_one_that_keeps_killing_workers_fails(
+    cluster: Cluster,
+) -> None:
+    api = cluster.api(0)
+    api.published_app("stuck", tally_flow(cluster.tally, seconds=60.0))
+    echo_dataset(cluster, api, "stuck", 3)
+    body = {
+        "app": "stuck",
+        "dataset": "stuck",
+        "inputs": {"value": "question"},
+        "output": "value",
+        "concurrency": 1,
+        "wait": True,
+    }
+    too_long = api.http.post("/api/v1/evaluations?timeout=3601", json=body)
+    assert [p["field"] for p in error_of(too_long, 422)["problems"]] == ["query.timeout"]
+    # wait=true answers when the timeout ends, with the evaluation as it stands (202).
+    waited = api.http.post("/api/v1/evaluations?timeout=1", json=body)
+    assert waited.status_code == 202, waited.text
+    evaluation_id = waited.json()["id"]
+    assert waited.json()["status"] == "running"
+    assert waited.json()["error"] is None
+
+    # Its chunk's job as if its workers had died MAX_ATTEMPTS - 1 times already; the worker
+    # running it dies once more: the sweep gives the evaluation up instead of retrying it.
+    jobs = (
+        "FROM procrastinate_jobs WHERE args->>'evaluation_id' = :e AND status = 'doing' "
+        "AND task_name = 'dagwright.evaluate_examples'"
+    )
+    cluster.wait_for(
+        "its chunk being run", lambda: cluster.scalar(f"SELECT count(*) {jobs}", e=evaluation_id)
+    )
+    with cluster.db.begin() as conn:
+        conn.execute(
+            text(f"UPDATE procrastinate_jobs SET attempts = 4 WHERE id IN (SELECT id {jobs})"),
+            {"e": evaluation_id},
+        )
+    stuck_runs = (
+        "SELECT r.id FROM runs r JOIN apps a ON a.id = r.app_id "
+        "WHERE a.slug = 'stuck' AND r.status = 'running'"
+    )
+    owner = cluster.wait_for(
+        "its example's run started", lambda: next(iter(replica_names(cluster, stuck_runs)), None)
+    )
+    worker = next(w for w in cluster.workers if w.replica == owner)
+    worker.kill()
+    cluster.workers.remove(worker)
+
+    def failed() -> dict[str, Any] | None:
+        state: dict[str, Any] = api.http.get(f"/api/v1/evaluations/{evaluation_id}").json()
+        return state if state["status"] == "failed" else None
+
+    state = cluster.wait_for("the evaluation given up", failed, timeout=60)
+    cluster.add_worker(f"{owner}-again")
+    assert state["error"]["code"] == "worker_lost"
+    assert "stopped 5 times" in state["error"]["message"]
+    # Failed, its given-up chunk not retried: its other chunks end with no example run.
+    cluster.wait_for(
+        "its other chunk jobs gone",
+        lambda: (
+            cluster.scalar(
+                "SELECT count(*) FROM procrastinate_jobs WHERE args->>'evaluation_id' = :e "
+                "AND status IN ('todo', 'doing')",
+                e=evaluation_id,
+            )
+            == 0
+        ),
+        timeout=60,
+    )
+    assert cluster.scalar(f"SELECT count(*) {jobs.replace('doing', 'failed')}", e=evaluation_id)
+    assert api.http.get(f"/api/v1/evaluations/{evaluation_id}").json()["done"] == 0
+
+
 def state_is_running(api: Api, evaluation_id: str) -> bool:
     return bool(api.http.get(f"/api/v1/evaluations/{evaluation_id}").json()["status"] == "running")
 

@@ -134,6 +134,7 @@ def evaluation_dict(row: Evaluation) -> dict[str, Any]:
         "metric": row.metric,
         "settings": row.settings,
         "status": row.status,
+        "error": row.error,
         "total": row.total,
         "aggregate": row.aggregate,
         "created_at": row.created_at,
@@ -374,6 +375,17 @@ class EvaluationService:
                 f"evaluation {row.id} is not running ({row.status})", "evaluation_not_running"
             )
         return self.get(evaluation_id)
+
+    def fail(self, evaluation_id: str, code: str, message: str) -> None:
+        """The evaluation ends "failed" with why (unless it is complete): its results are
+        kept, and starting it again goes on with the examples left."""
+        with session(self._db) as db:
+            failed = EvaluationRepository(db).fail(
+                evaluation_id, {"code": code, "message": message}
+            )
+            db.commit()
+        if failed:
+            log.warning("evaluation %s failed: %s", evaluation_id, message)
 
     def finish(self, evaluation_id: str) -> Evaluation:
         """Scores the evaluation unless it is complete already (scored then, by another)."""

@@ -61,7 +61,9 @@ class Evaluation(SQLModel, table=True):
     split: str = Field(max_length=32)
     metric: str = Field(max_length=16)
     settings: dict[str, Any] = _json(nullable=False)  # limit, inputs/outputs mapping...
-    status: str = Field(default="running", max_length=16)  # running | completed | failed
+    # running | interrupted (cancelled, or stopped: it can go on) | completed | failed
+    status: str = Field(default="running", max_length=16)
+    error: dict[str, Any] | None = _json()  # {code, message} of a failed one
     total: int = 0
     aggregate: dict[str, Any] | None = _json()
     created_at: datetime = Field(default_factory=utcnow)

@@ -157,9 +157,21 @@ class EvaluationRepository:
         )
 
     def set_status(self, evaluation_id: str, status: str) -> None:
+        """The evaluation's status, and no error (a failed one that runs again has none)."""
         self._db.exec(
-            update(Evaluation).where(col(Evaluation.id) == evaluation_id).values(status=status)
+            update(Evaluation)
+            .where(col(Evaluation.id) == evaluation_id)
+            .values(status=status, error=None)
         )
+
+    def fail(self, evaluation_id: str, error: dict[str, Any]) -> bool:
+        """An evaluation not complete becomes "failed" with `error`; False when complete."""
+        failed = self._db.exec(
+            update(Evaluation)
+            .where(col(Evaluation.id) == evaluation_id, col(Evaluation.status) != "completed")
+            .values(status="failed", error=error)
+        )
+        return bool(failed.rowcount)
 
     def stop(self, evaluation_id: str) -> bool:
         """A running evaluation becomes "interrupted"; False when it was not running."""

@@ -2142,7 +2142,7 @@ export interface components {
             version?: string | null;
             /**
              * Wait
-             * @description Answer with the report when done (else 202).
+             * @description Answer with the report when done, within the `timeout` query parameter (else, or on expiry, 202 with the evaluation as it stands).
              * @default false
              */
             wait: boolean;
@@ -4394,7 +4394,10 @@ export interface operations {
     };
     start_evaluation_api_v1_evaluations_post: {
         parameters: {
-            query?: never;
+            query?: {
+                /** @description With wait: seconds to wait for the report. */
+                timeout?: number;
+            };
             header?: never;
             path?: never;
             cookie?: never;

@@ -16,6 +16,7 @@ const evaluation = (id: string, label: string, accuracy: number): EvaluationReco
   split: "dev",
   metric: "numeric",
   status: "completed",
+  error: null,
   total: 3,
   aggregate: { primary: "accuracy", accuracy, correct: 2, examples: 3 },
   created_at: "2026-11-24T08:00:00Z",
@@ -150,6 +151,23 @@ describe("EvaluationsPage", () => {
       concurrency: 2,
       limit: 10,
     });
+  });
+});
+
+describe("a failed evaluation", () => {
+  it("says why, and that starting it again goes on", async () => {
+    const failed = { ...evaluation("e3", "stuck@1", 0), status: "failed", aggregate: null, finished_at: null };
+    const error = { code: "worker_lost", message: "the worker running a job of it stopped 5 times" };
+    mockServer({
+      "GET /api/v1/datasets": () => jsonResponse([]),
+      "GET /api/v1/evaluations": () => jsonResponse({ items: [failed], total: 1, offset: 0, limit: 100 }),
+      "GET /api/v1/evaluations/e3": () => jsonResponse({ ...failed, error, done: 0, running_here: false, progress: null }),
+    });
+    render(<EvaluationsPage evaluationId="e3" />);
+    const shown = await screen.findByTestId("evaluation-failed");
+    expect(shown.textContent).toContain("the worker running a job of it stopped 5 times");
+    expect(shown.textContent).toContain("worker_lost");
+    expect(screen.queryByTestId("evaluations-more")).toBeNull();
   });
 });
 

@@ -253,6 +253,11 @@ function EvaluationView({ id, onFinished }: { id: string; onFinished: () => void
           </button>
         </div>
       )}
+      {record.status === "failed" && record.error && (
+        <p className="eval-error" data-testid="evaluation-failed">
+          Failed: {record.error.message} <code>{record.error.code}</code>. Start it again to go on with the examples left.
+        </p>
+      )}
       {report && <ReportView report={report} />}
     </article>
   );

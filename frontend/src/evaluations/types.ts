@@ -28,7 +28,8 @@ export interface EvaluationRecord {
   dataset_id: string;
   split: string;
   metric: string;
-  status: string; // running | interrupted | completed
+  status: string; // running | interrupted | completed | failed
+  error: { code: string; message: string } | null; // why a failed one failed
   total: number;
   aggregate: Record<string, number | string> | null;
   created_at: string;

@@ -30,6 +30,10 @@ router = APIRouter(prefix="/api/v1", tags=["evaluations"])
 admin = APIRouter(dependencies=[Admin])
 Deps = Annotated[Services, Depends(services)]
 MAX_UPLOAD_EXAMPLES = 100_000
+# How long POST /evaluations?wait=true waits for the report before answering 202 with the
+# evaluation as it stands (it goes on; GET it, or its report, later).
+DEFAULT_WAIT = 300.0
+MAX_WAIT = 3600.0
 
 
 def _running(request: Request) -> RunningEvaluations:
@@ -171,12 +175,28 @@ class EvaluationIn(BaseModel):
     inputs: dict[str, str] | None = Field(None, description="app input -> example field")
     output: str | None = Field(None, description="The app output holding the answer.")
     resume: bool = Field(True, description="Continue an unfinished one of the same version.")
-    wait: bool = Field(False, description="Answer with the report when done (else 202).")
+    wait: bool = Field(
+        False,
+        description="Answer with the report when done, within the `timeout` query parameter "
+        "(else, or on expiry, 202 with the evaluation as it stands).",
+    )
 
 
 @admin.post("/evaluations", status_code=202)
 async def start_evaluation(
-    body: EvaluationIn, request: Request, response: Response, s: Deps
+    body: EvaluationIn,
+    request: Request,
+    response: Response,
+    s: Deps,
+    within: Annotated[
+        float,
+        Query(
+            alias="timeout",
+            gt=0,
+            le=MAX_WAIT,
+            description="With wait: seconds to wait for the report.",
+        ),
+    ] = DEFAULT_WAIT,
 ) -> dict[str, Any]:
     """Run an app version over a dataset split; each example becomes a recorded run."""
     from dagwright.services.evaluations import evaluation_dict
@@ -195,21 +215,24 @@ async def start_evaluation(
         settings=settings,
         resume=body.resume,
     )
+    running = _running(request)
     if s.queue is not None:
         # Queue mode: a worker runs it, and another goes on with it if that one dies.
         await s.queue.submit_evaluation(row.id, body.concurrency)
-        if body.wait:
-            await _until_finished(evaluations, row.id)
-            response.status_code = 200
-            return await asyncio.to_thread(evaluations.report, row.id)
+    else:
+        running.start(evaluations, row.id, body.concurrency)
+    if not body.wait:
         return evaluation_dict(row)
-    running = _running(request)
-    running.start(evaluations, row.id, body.concurrency)
-    if body.wait:
-        await running.wait(row.id)
-        response.status_code = 200
-        return await asyncio.to_thread(evaluations.report, row.id)
-    return evaluation_dict(row)
+    try:
+        async with asyncio.timeout(within):
+            if s.queue is not None:
+                await _until_finished(evaluations, row.id)
+            else:  # shielded: a wait that ends does not stop the evaluation
+                await running.wait(row.id)
+    except TimeoutError:
+        return evaluation_dict(await asyncio.to_thread(evaluations.get, row.id))
+    response.status_code = 200
+    return await asyncio.to_thread(evaluations.report, row.id)
 
 
 async def _until_finished(evaluations: EvaluationService, evaluation_id: str) -> None:

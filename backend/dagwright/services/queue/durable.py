@@ -92,6 +92,11 @@ class DurableRunner:
         evaluations = await asyncio.to_thread(self._evaluations)
         return await evaluations.run_examples(evaluation_id, example_ids)
 
+    async def fail_evaluation(self, evaluation_id: str, code: str, message: str) -> None:
+        """The evaluation ends failed with why (its results kept)."""
+        evaluations = await asyncio.to_thread(self._evaluations)
+        await asyncio.to_thread(evaluations.fail, evaluation_id, code, message)
+
     async def finish_evaluation(self, evaluation_id: str) -> str:
         """Score the evaluation (unless another did); returns its status."""
         evaluations = await asyncio.to_thread(self._evaluations)

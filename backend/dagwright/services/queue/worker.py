@@ -47,9 +47,11 @@ from dagwright.services.queue.settings import QueueSettings
 
 log = logging.getLogger(__name__)
 
-# A run whose workers died this many times while running it (a run that kills its worker,
-# say by exhausting its memory) fails instead of being given to yet another worker.
+# A run or evaluation whose workers died this many times while running one of its jobs (a
+# run that kills its worker, say by exhausting its memory) fails instead of being given to
+# yet another worker.
 MAX_ATTEMPTS: Final = 5
+EVALUATION_TASKS: Final = (EVALUATION_TASK, EXAMPLES_TASK, FINISH_TASK)
 
 
 class HandOver(BaseRetryStrategy):
@@ -159,7 +161,7 @@ async def resume_stalled(
     resumed = 0
     for job in stalled:
         try:
-            if job.attempts + 1 >= MAX_ATTEMPTS and job.task_name == TASK:
+            if job.attempts + 1 >= MAX_ATTEMPTS and job.task_name in (TASK, *EVALUATION_TASKS):
                 await _give_up(app, runner, job)
                 continue
             await manager.retry_job(job)
@@ -172,5 +174,9 @@ async def resume_stalled(
 
 async def _give_up(app: procrastinate.App, runner: DurableRunner, job: Job) -> None:
     await app.job_manager.finish_job(job, status=Status.FAILED, delete_job=False)
+    if job.task_name in EVALUATION_TASKS:
+        message = f"the worker running a job of it stopped {MAX_ATTEMPTS} times"
+        await runner.fail_evaluation(str(job.task_kwargs["evaluation_id"]), "worker_lost", message)
+        return
     message = f"its worker stopped {MAX_ATTEMPTS} times while running it"
     await runner.runs.close_queued(str(job.task_kwargs["run_id"]), "failed", "worker_lost", message)
