@@ -4,7 +4,9 @@ tqa_script.yaml: scripted answers, not a model's), the `dagwright human` CLI.
 
 The Python tool is marked `requires_approval`; a question the Engineer answers with it
 pauses the conversation (`waiting`) with a human request in the same list as the flows'
-pauses, showing the tool and its input. The server is restarted; the request is approved
+pauses, showing the tool, its input and the SQL and program the tool wrote (a run that
+wrote them and ran nothing); once approved, the tool runs that very program (its child run's
+`python` node is given it, nothing is written again). The server is restarted; the request is approved
 with the CLI and the conversation goes on and completes. Rejected through the signed link,
 the Engineer gets a turn saying so with the comment (and asks again: waiting again); a
 cancel ends a waiting conversation and closes its request. An approval whose answering
@@ -31,6 +33,8 @@ from support.tqa import agents_script, provider_settings
 
 TOTAL = "What is the total bonus of all employees?"
 TOOL = "python_on_tables"
+# What the scripted model (python-total) writes for the task.
+PLAN = {"sql": "SELECT Bonus FROM payroll.main.salary", "code": "result = int(df.Bonus.sum())"}
 
 
 @pytest.fixture(scope="module")
@@ -92,6 +96,22 @@ def approval_of(api: Api, conversation_id: str) -> dict[str, Any]:
     return dict(found)
 
 
+def tool_run(api: Api, executor_run_id: str) -> dict[str, Any]:
+    """The Python tool's run (with its nodes) that the Executor's run `executor_run_id`
+    called: its child run."""
+    runs = api.http.get("/api/v1/runs", params={"app": "autotqa-python", "limit": 100})
+    assert runs.status_code == 200, runs.text
+    [child] = [r for r in runs.json()["items"] if r["parent_run_id"] == executor_run_id]
+    found = api.http.get(f"/api/v1/runs/{child['id']}")
+    assert found.status_code == 200, found.text
+    return dict(found.json())
+
+
+def node_of(run: dict[str, Any], node: str) -> dict[str, Any]:
+    [found] = [n for n in run["nodes"] if n["node"] == node]
+    return dict(found)
+
+
 def cli(server: ServerProcess, *args: str) -> str:
     done = subprocess.run(
         [sys.executable, "-m", "dagwright", *args, "--url", server.base_url],
@@ -124,8 +144,17 @@ def test_an_approved_call_survives_a_restart_and_the_conversation_finishes(
         "python",
     )
     assert approval["input"] == {"task": "Add up the Bonus of every employee in the salary table"}
+    # The program that will run, written before anyone approves it: written, never run.
+    assert approval["plan"] == PLAN
+    assert (approval["sql"], approval["code"]) == (PLAN["sql"], PLAN["code"])
+    written = tool_run(api, approval["plan_run_id"])
+    assert written["inputs"]["mode"] == "write"
+    assert node_of(written, "write")["status"] == "succeeded"
+    assert node_of(written, "query")["status"] == "skipped"
+    assert node_of(written, "python")["status"] == "skipped"
     assert request["form"]["choices"] == ["approve", "reject"]
     assert TOOL in request["message"]
+    assert PLAN["code"] in request["message"]
 
     server.stop()
     server.start(timeout=120)
@@ -144,8 +173,18 @@ def test_an_approved_call_survives_a_restart_and_the_conversation_finishes(
         "request_id": request["id"],
         "approved": True,
         "comment": "",
+        "plan": PLAN,
     }
     assert executor["tool_call"]["outputs"]["result"] == 3669
+    # What ran is what was approved: the plan, given as it is, nothing written again.
+    assert executor["tool_call"]["input"]["mode"] == "plan"
+    assert executor["tool_call"]["input"]["plan"] == PLAN
+    ran = tool_run(api, executor["tool_call"]["run_id"])
+    assert ran["inputs"]["plan"] == PLAN
+    assert node_of(ran, "write")["status"] == "skipped"
+    assert node_of(ran, "check")["inputs"]["sql"] == PLAN["sql"]
+    assert node_of(ran, "python")["status"] == "succeeded"
+    assert node_of(ran, "python")["inputs"]["code"] == PLAN["code"]
     again = api.http.post(
         f"/api/v1/human/requests/{request['id']}/answer", json={"choice": "approve"}
     )

@@ -56,7 +56,7 @@ from dagwright.tqa.failures import (
 from dagwright.tqa.hints import GENERAL_HINTS, empty_result_hints, error_hints
 from dagwright.tqa.knowledge import KnowledgeSource
 from dagwright.tqa.ports import ExecutorOutputs, ToolContext, ToolEntry, ToolRequest, ToolResult
-from dagwright.tqa.roles import tool_role
+from dagwright.tqa.roles import ToolRole, tool_role
 from dagwright.tqa.schedulers import TERMINATE, make_scheduler, terminated, wants_tool
 
 if TYPE_CHECKING:
@@ -375,8 +375,9 @@ class Orchestrator:
     async def _executor(self, seq: int, state: _State) -> Turn:
         """The Executor's turn: its app chooses the tool the Engineer asked for and calls it
         (given the conversation's context for the built-in tools); the turn records the call,
-        its SQL and rows, or its error with the hints for a retry."""
-        request = state.conversation.request
+        its SQL and rows, or its error with the hints for a retry. A call that needs approval
+        waits for it (ApprovalPending); a tool that plans is first called to write its plan,
+        which the request shows, and runs the approved plan as it is."""
         asked = state.pending_tool_call()
         if asked is None:
             return Turn(seq, EXECUTOR, "No tool call was asked for: nothing to run.")
@@ -385,15 +386,37 @@ class Orchestrator:
         given = wanted.input
         call = ToolCall(tool.name, tool.app, dict(given) if isinstance(given, dict) else {})
         turn = Turn(seq, EXECUTOR, "", tool_call=call)
+        role = tool_role(tool.role)
         if tool.requires_approval and self._approvals is not None:
             # ApprovalPending until a person answers: the conversation waits.
-            verdict = await self._approvals.check(state.conversation, asked.seq, tool, given)
+            verdict = await self._approvals.verdict(state.conversation, asked.seq, tool)
+            if verdict is None:
+                plan = None
+                if role.plans:
+                    await self._call(_planned(wanted, role, {"mode": "write"}), state, call, turn)
+                    plan = _written_plan(call)
+                    if plan is None:  # it could not write one: the Engineer's to read
+                        return await self._done(call, turn, state)
+                await self._approvals.ask(
+                    state.conversation, asked.seq, tool, given, plan, call.run_id
+                )
             turn.content = {"approval": verdict.to_dict()}
             if not verdict.approved:
                 call.error = {"code": "tool_rejected", "message": verdict.message}
                 turn.text = tool_text(call)
                 return turn
+            if role.plans and verdict.plan is not None:
+                wanted = _planned(wanted, role, {"mode": "plan", "plan": verdict.plan})
+        await self._call(wanted, state, call, turn)
+        return await self._done(call, turn, state)
+
+    async def _call(self, wanted: ToolRequest, state: _State, call: ToolCall, turn: Turn) -> None:
+        """Calls the tool through the Executor's app; records its outputs or its failure
+        on `call` (and the run and its cost on `turn`)."""
+        request = state.conversation.request
+        tool = state.tools[wanted.tool]
         role = tool_role(tool.role)
+        given = wanted.input
         context = ToolContext(
             question=request.question,
             hints="\n".join(f"- {h}" for h in state.engineer_hints()),
@@ -402,7 +425,7 @@ class Orchestrator:
         )
         try:
             if role.examples is not None:
-                query = given if isinstance(given, str) else call.input.get(role.text_input)
+                query = given.get(role.text_input) if isinstance(given, dict) else given
                 context.examples = await self.knowledge.examples(
                     state.conversation.knowledge, role.examples, str(query or request.question)
                 )
@@ -426,13 +449,16 @@ class Orchestrator:
         except DagwrightError as exc:  # the examples could not be retrieved
             call.error = failure(exc)
         else:
-            turn.agent_time, turn.usage = reply.duration, reply.usage
+            turn.agent_time, turn.usage = turn.agent_time + reply.duration, reply.usage
             call.run_id = turn.run_id = reply.run_id
             executed = ExecutorOutputs.model_validate(reply.outputs)
             call.input = executed.inputs or call.input
             _record_result(call, ToolResult.read(executed.outputs))
             if executed.error is not None:
                 call.error = executed.error
+
+    async def _done(self, call: ToolCall, turn: Turn, state: _State) -> Turn:
+        """The turn's text, with hints for a retry when the call failed or found nothing."""
         if call.error is not None or call.empty:
             started = time.perf_counter()
             call.hints = await self._hints_for(call, state)
@@ -541,6 +567,29 @@ def _check_decision(decision: Any, state: _State) -> None:
         raise AgentOutputError(f"the Engineer asked for tool {tool!r}; the tools are: {known}")
     if not isinstance(decision.get("input", {}), dict | str):
         raise AgentOutputError("the tool's input must be a JSON object")
+
+
+def _planned(wanted: ToolRequest, role: ToolRole, extra: dict[str, Any]) -> ToolRequest:
+    """The Engineer's request to a tool that plans, with the orchestrator's `mode` (and
+    `plan`) in place of any the Engineer gave: a plan runs only once it is approved."""
+    given = wanted.input
+    inputs = {role.text_input: given} if isinstance(given, str) else dict(given)
+    inputs.pop("plan", None)
+    return ToolRequest(tool=wanted.tool, input={**inputs, **extra})
+
+
+def _written_plan(call: ToolCall) -> dict[str, Any] | None:
+    """The plan a tool wrote (`mode` 'write'): its checked SQL and its program; None (the
+    call's error set) when it wrote none."""
+    code = (call.outputs or {}).get("code")
+    if call.error is None and (not call.sql or not isinstance(code, str) or not code.strip()):
+        call.error = {
+            "code": "tool_error",
+            "message": "the tool wrote no SQL and program for a person to approve",
+        }
+    if call.error is not None:
+        return None
+    return {"sql": call.sql, "code": code}
 
 
 def _record_result(call: ToolCall, result: ToolResult) -> None:

@@ -15,10 +15,14 @@ _CONTEXT = {"hints": "hints", "feedback": "feedback", "examples": "examples", "s
 class ToolRole:
     """What a tool of this role is given from the conversation when the Engineer leaves it
     out (tool input -> context field; the first is what a text input stands for), and whose
-    few-shot examples it reads (a TQA dataset's namespace role; None: none)."""
+    few-shot examples it reads (a TQA dataset's namespace role; None: none). `plans`: the
+    tool writes a plan (its SQL and program) before running it and takes the inputs `mode`
+    ('run', 'write': return the plan without running it, 'plan': run the given `plan` as it
+    is), so a person approves the very program that runs (tqa/approvals.py)."""
 
     fills: Mapping[str, str]
     examples: str | None = None
+    plans: bool = False
 
     @property
     def text_input(self) -> str:
@@ -29,8 +33,9 @@ class ToolRole:
 TOOL_ROLES: dict[str, ToolRole] = {
     # Writes SQL for a question: AutoTQA's own tool, or any text-to-SQL app in its place.
     "text_to_sql": ToolRole({"question": "question", **_CONTEXT}, "text_to_sql"),
-    # Writes and runs a pandas program for a task in words.
-    "python": ToolRole({"task": "question", **_CONTEXT}, "python"),
+    # Writes and runs a pandas program for a task in words; writes it alone, or runs a given
+    # one, on request (`plans`).
+    "python": ToolRole({"task": "question", **_CONTEXT}, "python", plans=True),
     # Answers the question itself (the methods' apps: MAC-SQL, Chain-of-Table): the Engineer
     # names the database or table, the question comes along.
     "question": ToolRole({"question": "question"}),
