@@ -1,8 +1,9 @@
 """The AutoTQA page's approval form, in Chromium against a real server (SQLite, the agents
 played by the scripted model: tests/support/tqa_script.yaml, scripted answers, not a
 model's). The Python tool needs approval; a conversation waits for it; the page shows the
-waiting state, the tool and its input, and approving or rejecting (with a comment) there lets
-the conversation go on."""
+waiting state, the tool, its input and the SQL and program the tool wrote, and approving or
+rejecting (with a comment) there lets the conversation go on: approved, the program shown is
+the program that runs."""
 
 from __future__ import annotations
 
@@ -19,6 +20,9 @@ from support.tqa import tqa_server
 
 TOTAL = "What is the total bonus of all employees?"
 TOOL = "python_on_tables"
+# What the scripted model (python-total) writes for the task.
+SQL = "SELECT Bonus FROM payroll.main.salary"
+CODE = "result = int(df.Bonus.sum())"
 
 
 @pytest.fixture(scope="module")
@@ -58,10 +62,25 @@ def test_a_tool_call_is_approved_on_the_conversation_page(page: Page, server: Li
     expect(approval.get_by_test_id("approval-input")).to_contain_text(
         "Add up the Bonus of every employee"
     )
+    shown_sql = approval.get_by_test_id("approval-sql")
+    shown_code = approval.get_by_test_id("approval-code")
+    expect(shown_sql).to_have_text(SQL)
+    expect(shown_code).to_have_text(CODE)
+    shown = shown_code.inner_text()
     approval.get_by_role("button", name="approve").click()
     expect(conversation).to_have_attribute("data-status", "completed", timeout=30_000)
     expect(page.get_by_test_id("tqa-approval")).to_have_count(0)
     expect(conversation).to_contain_text("3669")
+    # The program that ran is the one shown: the tool's run gave it to its `python` node.
+    api = server.api
+    done = api.http.get(f"/api/v1/tqa/conversations/{conversation_id}").json()
+    [executed] = [t for t in done["turns"] if t["agent"] == "Executor"]
+    assert executed["tool_call"]["input"]["plan"] == {"sql": SQL, "code": shown}
+    runs = api.http.get("/api/v1/runs", params={"app": "autotqa-python", "limit": 100}).json()
+    [ran] = [r for r in runs["items"] if r["parent_run_id"] == executed["tool_call"]["run_id"]]
+    nodes = {n["node"]: n for n in api.http.get(f"/api/v1/runs/{ran['id']}").json()["nodes"]}
+    assert nodes["write"]["status"] == "skipped"  # nothing was written after the approval
+    assert nodes["python"]["inputs"]["code"] == shown
 
 
 def test_a_rejection_and_its_comment_reach_the_engineer(page: Page, server: LiveServer) -> None:

@@ -218,6 +218,9 @@ def test_an_approval_answered_on_either_server_lets_a_worker_go_on(cluster: Clus
     assert jobs == 0
     params = {"conversation_id": conversation_id}
     [request] = second.http.get("/api/v1/human/requests", params=params).json()["items"]
+    # The worker had the tool write its program first: the request shows it.
+    plan = request["form"]["approval"]["plan"]
+    assert plan["code"] == "result = int(df.Bonus.sum())"  # the scripted model's
     answered = second.http.post(
         f"/api/v1/human/requests/{request['id']}/answer", json={"choice": "approve"}
     )
@@ -225,6 +228,9 @@ def test_an_approval_answered_on_either_server_lets_a_worker_go_on(cluster: Clus
     done = cluster.wait_for(first, conversation_id, lambda c: c["status"] == "completed")
     assert done["answer"]["value"] == 3669
     assert done["turns"][3]["content"]["approval"]["approved"] is True
+    # Whichever worker went on ran the approved program as it is.
+    assert done["turns"][3]["tool_call"]["input"]["plan"] == plan
+    assert done["turns"][3]["tool_call"]["outputs"]["code"] == plan["code"]
 
 
 def test_a_worker_taken_for_dead_stops_and_leaves_a_job_behind(cluster: Cluster) -> None:

@@ -5,12 +5,13 @@ tqa_script.yaml: scripted answers, not a model's), the `dagwright human` CLI.
 The Python tool is marked `requires_approval`; a question the Engineer answers with it
 pauses the conversation (`waiting`) with a human request in the same list as the flows'
 pauses, showing the tool, its input and the SQL and program the tool wrote (a run that
-wrote them and ran nothing); once approved, the tool runs that very program (its child run's
-`python` node is given it, nothing is written again). The server is restarted; the request is approved
-with the CLI and the conversation goes on and completes. Rejected through the signed link,
-the Engineer gets a turn saying so with the comment (and asks again: waiting again); a
-cancel ends a waiting conversation and closes its request. An approval whose answering
-process stopped before letting the conversation go on is taken up by the server's sweep.
+wrote them and ran nothing); once approved, the tool runs that very program (its child
+run's `python` node is given it, nothing is written again). The server is restarted; the
+request is approved with the CLI and the conversation goes on and completes. Rejected
+through the signed link, the Engineer gets a turn saying so with the comment (and asks
+again: waiting again); a cancel ends a waiting conversation and closes its request. An
+approval whose answering process stopped before letting the conversation go on is taken up
+by the server's sweep.
 """
 
 from __future__ import annotations

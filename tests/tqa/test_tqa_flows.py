@@ -35,5 +35,8 @@ def test_every_agent_and_tool_takes_examples_as_an_input(file: str) -> None:
 def test_the_python_tool_takes_a_task_and_writes_its_own_code() -> None:
     flow = load_flow("python_on_tables.json")
     inputs = {n["config"]["name"] for n in flow["nodes"] if n["block"] == "text_input"}
-    assert inputs == {"task", "hints", "feedback", "examples"}
+    # `mode`: write the plan alone, or run a given `plan` (the approved one): tqa/roles.py.
+    assert inputs == {"task", "hints", "feedback", "examples", "mode"}
+    plan = next(n for n in flow["nodes"] if n["id"] == "plan")
+    assert (plan["block"], plan["config"]["default"]) == ("json_input", {})
     assert any(n["block"] == "schema_lookup" for n in flow["nodes"])

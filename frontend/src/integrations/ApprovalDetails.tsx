@@ -1,10 +1,12 @@
 // What an AutoTQA tool call waiting for approval will run: the conversation and turn, the
-// tool, its app and role, and the input (its SQL or code when the input carries them).
+// tool, its app and role, the input, and its SQL and program — for a tool that plans (the
+// Python tool), the ones it wrote before asking, which are what runs once approved.
 
 import type { ToolApproval } from "./api";
 
 export function ApprovalDetails({ approval }: { approval: ToolApproval }) {
   const input = typeof approval.input === "string" ? approval.input : JSON.stringify(approval.input, null, 2);
+  const planned = approval.plan != null;
   return (
     <div className="human-approval" data-testid="approval-details">
       <p className="muted">
@@ -21,15 +23,37 @@ export function ApprovalDetails({ approval }: { approval: ToolApproval }) {
       <pre className="tqa-pre" data-testid="approval-input">
         {input}
       </pre>
+      {planned && (
+        <p className="muted" data-testid="approval-planned">
+          The tool wrote this SQL and program without running them
+          {approval.plan_run_id ? (
+            <>
+              {" "}
+              (run <code>{approval.plan_run_id}</code>)
+            </>
+          ) : null}
+          ; approved, exactly these run.
+        </p>
+      )}
       {approval.sql && (
-        <pre className="tqa-pre" data-testid="approval-sql">
-          {approval.sql}
-        </pre>
+        <>
+          {planned && <h4>SQL that will run</h4>}
+          <pre className="tqa-pre">
+            <code className="language-sql" data-testid="approval-sql">
+              {approval.sql}
+            </code>
+          </pre>
+        </>
       )}
       {approval.code && (
-        <pre className="tqa-pre" data-testid="approval-code">
-          {approval.code}
-        </pre>
+        <>
+          {planned && <h4>Python program that will run</h4>}
+          <pre className="tqa-pre">
+            <code className="language-python" data-testid="approval-code">
+              {approval.code}
+            </code>
+          </pre>
+        </>
       )}
     </div>
   );

@@ -52,6 +52,35 @@ describe("a tool call's approval", () => {
     expect(screen.queryByText(/^run /)).toBeNull(); // no run: a conversation waits
   });
 
+  it("shows the SQL and program a tool that plans wrote, as code, saying they are what runs", () => {
+    const plan = { sql: "SELECT Bonus FROM payroll.main.salary", code: "result = int(df.Bonus.sum())" };
+    const planned: HumanRequest = {
+      ...approval,
+      form: {
+        ...approval.form,
+        approval: {
+          ...approval.form.approval!,
+          tool: "python_on_tables",
+          role: "python",
+          input: { task: "Add up the Bonus" },
+          plan,
+          plan_run_id: "run9",
+          ...plan,
+        },
+      },
+    };
+    render(<RequestForm request={planned} onAnswered={() => undefined} />);
+    const sql = screen.getByTestId("approval-sql");
+    const code = screen.getByTestId("approval-code");
+    expect(sql.tagName).toBe("CODE");
+    expect(sql.textContent).toBe(plan.sql);
+    expect(code.tagName).toBe("CODE");
+    expect(code.textContent).toBe(plan.code);
+    expect(code.parentElement?.tagName).toBe("PRE");
+    expect(screen.getByText("Python program that will run")).toBeTruthy();
+    expect(screen.getByTestId("approval-planned").textContent).toContain("run9");
+  });
+
   it("says which conversation goes on once answered", () => {
     expect(answeredText({ run_id: null, status: "running", conversation_id: "c1" })).toBe(
       "Answered: the AutoTQA conversation c1 goes on.",

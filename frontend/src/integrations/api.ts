@@ -24,6 +24,10 @@ export interface ToolApproval {
   input: unknown;
   sql?: string;
   code?: string;
+  /** A tool that plans (the Python tool): the SQL and program it wrote, which run as they are once approved. */
+  plan?: { sql: string; code: string };
+  /** The Executor's run that had the tool write the plan. */
+  plan_run_id?: string | null;
 }
 
 export interface HumanRequest {
