@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import json
 import os
 import sys
@@ -28,6 +29,11 @@ def serve(
     workers: Annotated[int, typer.Option(help="Server processes (SQLite: keep 1).")] = 1,
 ) -> None:
     """Start the server (API, published endpoints, editor) and print its URL."""
+    if workers == 1:
+        # No collection while the server imports and builds what lives as long as it does:
+        # each full one walked all of it. Its start-up turns the collector back on once it
+        # has frozen that (api/state.py). (With workers, this process only supervises.)
+        gc.disable()
     import uvicorn
 
     from dagwright.api.settings import ServerSettings
