@@ -164,15 +164,20 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
         return {"status": "ready", "version": __version__, "replica": settings.replica}
 
     if (EDITOR_DIST / "index.html").is_file():
-        app.router.routes.append(
-            _EditorFiles("/", app=StaticFiles(directory=EDITOR_DIST, html=True), name="editor")
+        editor: BaseRoute = _EditorFiles(
+            "/", app=StaticFiles(directory=EDITOR_DIST, html=True), name="editor"
         )
+        app.router.routes.append(editor)
     else:
 
         @app.get("/", include_in_schema=False)
         def home() -> RedirectResponse:
             # Until the editor is built, the API's own documentation is the front page.
             return RedirectResponse("/docs")
+
+        editor = app.router.routes[-1]
+    # The editor's files need nothing start-up builds: they load while it works.
+    startup.routes(app.router.routes, [editor])
 
     def openapi() -> dict[str, Any]:
         routes.install()

@@ -9,10 +9,11 @@ prepares the rest in a thread, in two stages:
    second of CPU).
 
 Readiness is one mechanism: each stage installs its routes when it is done, and the gate
-lets a request through once a route of a finished stage matches it (the health check
-always). Any other request (a data route, /openapi.json, /api/v1/ready, the editor's files)
-waits until every stage is done, so no route runs before what it needs is imported and
-built, and `GET /api/v1/ready` still means "everything ready".
+lets a request through once the route that takes it is a finished stage's (the health
+check and the editor's files, which need nothing start-up builds, from the start). Any
+other request (a data route, /openapi.json, /docs, /api/v1/ready) waits until every stage
+is done, so no route runs before what it needs is imported and built, and
+`GET /api/v1/ready` still means "everything ready".
 
 Why a thread: those imports and builds cost over a second of CPU, most of it the data
 layer's native modules (DuckDB, Arrow, sqlglot). Run on the event loop they would stall
@@ -51,8 +52,16 @@ class Startup:
         self._pending = False
         self._stage: asyncio.Event | None = None
         self._task: asyncio.Task[None] | None = None
+        self._table: Sequence[BaseRoute] = ()  # the app's routes, in the order they match
+        self._at_once: tuple[BaseRoute, ...] = ()
         self._served: tuple[BaseRoute, ...] = ()
         self.failure: BaseException | None = None
+
+    def routes(self, table: Sequence[BaseRoute], at_once: Sequence[BaseRoute]) -> None:
+        """The app's route table, and the routes that need nothing start-up builds (the
+        editor's files): those answer from the start."""
+        self._table = table
+        self._at_once = tuple(at_once)
 
     @property
     def pending(self) -> bool:
@@ -62,7 +71,7 @@ class Startup:
         """Run `preparing` in the background (from the lifespan, on the server's loop)."""
         self._pending = True
         self._stage = asyncio.Event()
-        self._served = ()
+        self._served = self._at_once
         self.failure = None
         self._task = asyncio.ensure_future(self._run(preparing))
 
@@ -93,9 +102,13 @@ class Startup:
             ended.set()  # its waiters look again: served now, or wait for the next stage
 
     def serves(self, scope: Scope) -> bool:
-        """Whether a finished stage's route takes this request (a wrong method does not: an
-        unfinished stage may have the route for it)."""
-        return any(route.matches(scope)[0] is Match.FULL for route in self._served)
+        """Whether the route that takes this request (the first to match it fully, as the
+        router picks) is a finished stage's. A wrong method is no match: an unfinished
+        stage may have the route for it."""
+        for route in self._table:
+            if route.matches(scope)[0] is Match.FULL:
+                return any(route is served for served in self._served)
+        return False
 
     async def admit(self, scope: Scope) -> None:
         """Returns once a finished stage serves this request, or start-up is over."""
