@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import time
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -321,3 +322,38 @@ def test_waiting_for_the_report_is_bounded(server: LiveServer, tmp_path: Path) -
             break
         time.sleep(0.05)
     assert (state["status"], state["done"]) == ("completed", 3)
+
+
+def test_a_wait_that_ends_unscored_answers_with_the_evaluation(
+    server: LiveServer, tmp_path: Path
+) -> None:
+    # Cancelled while its caller waits: the caller gets the evaluation as it ended (not a
+    # 409 "not scored", and not a wait until the timeout).
+    api, hold, tally = server.api, tmp_path / "hold", tmp_path / "tally.log"
+    hold.touch()
+    flow = _flow(
+        [
+            {"id": "table", "block": "text_input", "config": {"name": "table"}},
+            {"id": "held", "block": "tally", "config": {"file": str(tally), "hold": str(hold)}},
+            {"id": "answer", "block": "output", "config": {"name": "answer"}},
+        ],
+        [("table", "output", "held", "value"), ("held", "output", "answer", "value")],
+    )
+    api.create_app("stopped")
+    api.publish("stopped", api.save("stopped", flow)["id"])
+    path = _dataset(server)
+    _post(api, "/api/v1/datasets", {"name": "stopped", "kind": "generic", "path": str(path)}, 201)
+    body = {"app": "stopped", "dataset": "stopped", "wait": True}
+    with ThreadPoolExecutor(1) as pool:
+        waiting = pool.submit(api.http.post, "/api/v1/evaluations", json=body, timeout=60)
+        for _ in range(200):
+            listed = api.http.get("/api/v1/evaluations", params={"app": "stopped"}).json()
+            if listed["items"]:
+                break
+            time.sleep(0.05)
+        evaluation_id = listed["items"][0]["id"]
+        _post(api, f"/api/v1/evaluations/{evaluation_id}/cancel", {}, 202)
+        answer = waiting.result()
+    hold.unlink()
+    assert answer.status_code == 200, answer.text
+    assert (answer.json()["id"], answer.json()["status"]) == (evaluation_id, "interrupted")

@@ -42,9 +42,12 @@ class RunningEvaluations:
         task.add_done_callback(finished)
 
     async def wait(self, evaluation_id: str) -> None:
-        """Until the evaluation's run here ends (at once when it does not run here); the
-        run goes on if the waiting caller goes away."""
-        await asyncio.shield(self._tasks.get(evaluation_id) or asyncio.sleep(0))
+        """Until the evaluation's run here ends, however it ends (at once when it does not
+        run here); the run goes on if the waiting caller goes away, and a cancelled run ends
+        the wait without cancelling the caller."""
+        task = self._tasks.get(evaluation_id)
+        if task is not None:
+            await asyncio.wait({task})
 
     def runs_here(self, evaluation_id: str) -> bool:
         return evaluation_id in self._tasks

@@ -2142,7 +2142,7 @@ export interface components {
             version?: string | null;
             /**
              * Wait
-             * @description Answer with the report when done, within the `timeout` query parameter (else, or on expiry, 202 with the evaluation as it stands).
+             * @description Answer with the report when done, within the `timeout` query parameter (on expiry, 202 with the evaluation as it stands; ended unscored, e.g. cancelled or failed, 200 with the evaluation as it ended).
              * @default false
              */
             wait: boolean;

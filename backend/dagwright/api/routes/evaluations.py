@@ -178,7 +178,8 @@ class EvaluationIn(BaseModel):
     wait: bool = Field(
         False,
         description="Answer with the report when done, within the `timeout` query parameter "
-        "(else, or on expiry, 202 with the evaluation as it stands).",
+        "(on expiry, 202 with the evaluation as it stands; ended unscored, e.g. cancelled or "
+        "failed, 200 with the evaluation as it ended).",
     )
 
 
@@ -232,6 +233,10 @@ async def start_evaluation(
     except TimeoutError:
         return evaluation_dict(await asyncio.to_thread(evaluations.get, row.id))
     response.status_code = 200
+    ended = await asyncio.to_thread(evaluations.get, row.id)
+    if ended.aggregate is None:
+        # It ended unscored (cancelled, failed): the evaluation as it ended, with its error.
+        return evaluation_dict(ended)
     return await asyncio.to_thread(evaluations.report, row.id)
 
 
