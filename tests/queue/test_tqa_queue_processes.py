@@ -270,3 +270,34 @@ def test_a_worker_taken_for_dead_stops_and_leaves_a_job_behind(cluster: Cluster)
     turns = done["turns"]
     assert [t["seq"] for t in turns] == list(range(len(turns)))
     assert [t["agent"] for t in turns][-2:] == ["Engineer", "Critic"]
+
+
+def test_a_conversation_whose_workers_keep_dying_ends_failed(cluster: Cluster) -> None:
+    """Its job as if its workers had died MAX_ATTEMPTS - 1 times already; the worker running
+    it dies once more: the sweep ends the conversation failed instead of retrying it."""
+    api = cluster.api(0)
+    conversation_id = ask_async(api, DEPARTMENT)
+    cluster.wait_for(api, conversation_id, lambda c: len(c["turns"]) >= 2)
+    jobs = (
+        "FROM procrastinate_jobs WHERE args->>'conversation_id' = :c AND status = 'doing' "
+        "AND task_name = 'dagwright.converse'"
+    )
+    assert cluster.scalar(f"SELECT count(*) {jobs}", c=conversation_id) == 1
+    with cluster.db.begin() as conn:
+        conn.execute(
+            text(f"UPDATE procrastinate_jobs SET attempts = 4 WHERE id IN (SELECT id {jobs})"),
+            {"c": conversation_id},
+        )
+    cluster.worker_running("autotqa-%").kill()
+    cluster.add_worker("worker-given-up")
+    done = cluster.wait_for(api, conversation_id, lambda c: c["status"] != "running", 90)
+    assert done["status"] == "failed", done
+    assert done["error"]["code"] == "worker_lost"
+    assert "stopped 5 times" in done["error"]["message"]
+    assert [t["agent"] for t in done["turns"]][:2] == ["User", "Planner"]  # kept
+    queued = cluster.scalar(
+        "SELECT count(*) FROM procrastinate_jobs WHERE args->>'conversation_id' = :c "
+        "AND status IN ('todo', 'doing')",
+        c=conversation_id,
+    )
+    assert queued == 0

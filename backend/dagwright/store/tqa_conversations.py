@@ -3,6 +3,8 @@ conversation), in the store's repository style (see store/apps.py)."""
 
 from __future__ import annotations
 
+from datetime import datetime
+
 from sqlalchemy import update
 from sqlmodel import Session, col, select
 
@@ -32,6 +34,19 @@ class ConversationRepository:
                 f"no conversation {conversation_id!r}", code="conversation_not_found"
             )
         return found
+
+    def fail_running(self, conversation_id: str, error: dict[str, str], at: datetime) -> bool:
+        """Ends a running conversation failed with `error` (a conditional update: False when
+        it was no longer running)."""
+        done = self._db.exec(
+            update(TqaConversation)
+            .where(
+                col(TqaConversation.id) == conversation_id,
+                col(TqaConversation.status) == "running",
+            )
+            .values(status="failed", error=error, finished_at=at)
+        )
+        return bool(done.rowcount == 1)
 
     def claim(self, conversation_id: str, from_status: str) -> bool:
         """A conditional update from `from_status` to running: True for the one caller whose

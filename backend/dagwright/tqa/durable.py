@@ -63,6 +63,10 @@ class ConversationRunner:
         # The orchestrator recorded how it ended, a cancel included.
         return conversation.status
 
+    async def fail(self, conversation_id: str, code: str, message: str) -> None:
+        """Ends a conversation no process can finish (e.g. every worker running it died)."""
+        await asyncio.to_thread(self._store.fail, conversation_id, code, message)
+
     async def _go_on(self, conversation: Conversation) -> Conversation:
         return await self._orchestrator.ask(conversation.request, conversation=conversation)
 

@@ -149,6 +149,16 @@ class ConversationStore:
             row = ConversationRepository(db).find(conversation_id)
             return row.cancel_requested_at is not None
 
+    def fail(self, conversation_id: str, code: str, message: str) -> bool:
+        """Ends the conversation failed with why, unless it is no longer running (its turns
+        are kept); True when it did."""
+        with session(self._engine) as db:
+            failed = ConversationRepository(db).fail_running(
+                conversation_id, {"code": code, "message": message}, utcnow()
+            )
+            db.commit()
+            return failed
+
     def claim(self, conversation_id: str, from_status: str, defer: Deferral | None = None) -> bool:
         """Moves the conversation from `from_status` to running (the one caller it succeeds
         for goes on with it), queueing its job in the same transaction; False when it was

@@ -46,6 +46,8 @@ class Conversations(Protocol):
 
     async def run(self, conversation_id: str, hand_over: bool = False) -> str: ...
 
+    async def fail(self, conversation_id: str, code: str, message: str) -> None: ...
+
 
 class DurableRunner:
     """Executes the queue's jobs in a worker process: runs, the planning, examples and
@@ -72,6 +74,13 @@ class DurableRunner:
         conversations = await asyncio.to_thread(self._conversations)
         # Cut short when this worker stops, it is handed over (worker.py) and resumed.
         return await conversations.run(conversation_id, hand_over=True)
+
+    async def fail_conversation(self, conversation_id: str, code: str, message: str) -> None:
+        """The conversation ends failed with why (its recorded turns kept)."""
+        if self._conversations is None:
+            raise InputError("this worker runs no AutoTQA conversations")
+        conversations = await asyncio.to_thread(self._conversations)
+        await conversations.fail(conversation_id, code, message)
 
     async def plan_evaluation(self, evaluation_id: str, chunk: int) -> dict[int, list[str]] | None:
         """The chunks of the evaluation's examples (the n-th `chunk` examples of the dataset's

@@ -47,11 +47,13 @@ from dagwright.services.queue.settings import QueueSettings
 
 log = logging.getLogger(__name__)
 
-# A run or evaluation whose workers died this many times while running one of its jobs (a
+# A run, evaluation or conversation whose workers died this many times while running one of its jobs (a
 # run that kills its worker, say by exhausting its memory) fails instead of being given to
 # yet another worker.
 MAX_ATTEMPTS: Final = 5
 EVALUATION_TASKS: Final = (EVALUATION_TASK, EXAMPLES_TASK, FINISH_TASK)
+# Jobs whose worker died MAX_ATTEMPTS times end their work failed rather than go back again.
+GIVEN_UP_TASKS: Final = (TASK, *EVALUATION_TASKS, CONVERSATION_TASK)
 
 
 class HandOver(BaseRetryStrategy):
@@ -161,7 +163,7 @@ async def resume_stalled(
     resumed = 0
     for job in stalled:
         try:
-            if job.attempts + 1 >= MAX_ATTEMPTS and job.task_name in (TASK, *EVALUATION_TASKS):
+            if job.attempts + 1 >= MAX_ATTEMPTS and job.task_name in GIVEN_UP_TASKS:
                 await _give_up(app, runner, job)
                 continue
             await manager.retry_job(job)
@@ -177,6 +179,11 @@ async def _give_up(app: procrastinate.App, runner: DurableRunner, job: Job) -> N
     if job.task_name in EVALUATION_TASKS:
         message = f"the worker running a job of it stopped {MAX_ATTEMPTS} times"
         await runner.fail_evaluation(str(job.task_kwargs["evaluation_id"]), "worker_lost", message)
+        return
+    if job.task_name == CONVERSATION_TASK:
+        message = f"the worker running it stopped {MAX_ATTEMPTS} times"
+        conversation_id = str(job.task_kwargs["conversation_id"])
+        await runner.fail_conversation(conversation_id, "worker_lost", message)
         return
     message = f"its worker stopped {MAX_ATTEMPTS} times while running it"
     await runner.runs.close_queued(str(job.task_kwargs["run_id"]), "failed", "worker_lost", message)
