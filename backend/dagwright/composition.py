@@ -13,6 +13,7 @@ depends on, and, when blocks may use it, a line in `block_services()`.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
@@ -52,6 +53,18 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 logger = logging.getLogger(__name__)
 INVOKE_DEPTH = 8  # apps calling apps, nested at most this deep
+# The query engine and every connector kind: DuckDB, Arrow, sqlglot, most of a second of CPU.
+DATA_LAYER = ("dagwright.data.engine", "dagwright.data.catalog", "dagwright.data.connectors")
+
+
+def import_data_layer() -> None:
+    """Imports the data layer, off the event loop (by start-up's thread, or a run's thread
+    before its table blocks run): imported by a request on the loop, it held the GIL ~1.4 s
+    and stalled every other request (tests/security/test_source_paths.py's health probe)."""
+    for module in DATA_LAYER:
+        importlib.import_module(module)
+
+
 # "standalone" (`dagwright run` of a file): secrets from the environment (DAGWRIGHT_SECRET_<NAME>),
 # tables from the settings file's and the demo's sources, AutoTQA opened per question, no
 # app calls. "server" (the server and the commands that act on its database): the encrypted
@@ -259,7 +272,10 @@ class Composition:
 
     def tables(self) -> TableAccess:
         """What table blocks query: the data source registry when the process has the
-        database; for `dagwright run`, the settings file's sources and the demo's."""
+        database; for `dagwright run`, the settings file's sources and the demo's. With it
+        the data layer (`import_data_layer`): a run builds it in a thread before its blocks
+        ask for its engine on the event loop (`Service.built_off_loop`)."""
+        import_data_layer()
         if self.kind == "server":
             return self.data_sources()
 

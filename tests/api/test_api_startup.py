@@ -1,7 +1,9 @@
 """Start-up in steps (api/startup.py): the health check answers as soon as the server
 listens; the core's routes (apps, runs, keys, published calls) once the database and the
 services are ready; every other request waits until the data layer is ready too; a
-start-up that fails answers 503 to every request, and `dagwright serve` stops."""
+start-up that fails answers 503 to every request, and `dagwright serve` stops. A published
+call of a flow with a table block, answered while the data layer is still being imported,
+has it imported in a thread (runtime/executor.py), not on the event loop."""
 
 from __future__ import annotations
 
@@ -16,7 +18,12 @@ import httpx
 from dagwright.api.settings import ServerSettings
 from support.probe import health_probe
 from support.server import (
+    Api,
     ServerProcess,
+    edge,
+    flow,
+    key_headers,
+    node,
     serve_in_thread,
     server_environment,
     subprocess_environment,
@@ -76,6 +83,45 @@ def test_the_core_routes_answer_before_the_data_layer_is_ready(tmp_path: Path) -
     # once the core stage was done; the data routes, the API's documentation and /ready
     # waited for the data layer and every route (the second stage).
     assert answered[:2] == ["/", "/api/v1/apps"], answered
+
+
+def test_a_table_flow_called_during_start_up_imports_the_data_layer_off_the_loop(
+    tmp_path: Path,
+) -> None:
+    data = tmp_path / "data"
+    first = ServerProcess(data, "publisher").start()
+    api = Api(first.base_url)
+    try:
+        table_flow = flow(
+            [
+                node("sql", "text_input", name="sql"),
+                node("run", "sql_query"),
+                node("out", "output", name="rows"),
+            ],
+            [edge("sql", "run.sql"), edge("run.rows", "out")],
+            name="tables",
+        )
+        key = api.published_app("tables", table_flow)
+    finally:
+        api.close()
+        first.stop()
+    # A restart, called at once: the call passes the gate once the core stage is done, while
+    # start-up's thread imports the data layer (the second stage).
+    server = ServerProcess(data, "restarted").start(started=False)  # health only
+    try:
+        with (
+            health_probe(server.base_url),
+            httpx.Client(base_url=server.base_url, timeout=60.0) as client,
+        ):
+            answer = client.post(
+                "/api/v1/apps/tables/run",
+                json={"inputs": {"sql": "SELECT 41 + 1 AS answer"}},
+                headers=key_headers(key),
+            )
+    finally:
+        server.stop()
+    assert answer.status_code == 200, answer.text
+    assert answer.json()["outputs"] == {"rows": [{"answer": 42}]}
 
 
 def test_a_failed_start_up_answers_503_naming_the_reason(tmp_path: Path) -> None:

@@ -2,10 +2,11 @@
 prepares the rest in a thread, in two stages:
 
 1. the core: the database and its migrations, the block registry, the model gateway, the
-   services, and the route modules of apps, runs, keys and published calls (the routes a
-   user's first call needs: the editor's app list, a published run);
+   services of apps, runs and keys, and the route modules of apps, runs, keys and published
+   calls (the routes a user's first call needs: the editor's app list, a published run);
 2. the rest: the other route modules (data sources, tables, AutoTQA, Data-Copilot,
-   examples...) and the data layer's native modules (DuckDB, Arrow, sqlglot: most of a
+   examples...), the services only they use (api/state.py's `LaterServices`, triggers,
+   approvals) and the data layer's native modules (DuckDB, Arrow, sqlglot: most of a
    second of CPU).
 
 Readiness is one mechanism: each stage installs its routes when it is done, and the gate

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import gc
-import importlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -52,12 +51,42 @@ class Services:
     gateway: LLMGateway
     limiter: RateLimiter
     endpoints: EndpointResolver
+    mcp_stdio: StdioAllowList
+    queue: RunQueue | None = None  # queue mode (services/queue): async runs go to workers
+    # Built by start-up's second stage (api/startup.py): only its routes use them, and the
+    # gate holds those until it is done.
+    later: LaterServices | None = None
+
+    def _later(self) -> LaterServices:
+        assert self.later is not None, "a route of start-up's first stage used a later service"
+        return self.later
+
+    @property
+    def examples(self) -> ExampleStore:
+        return self._later().examples
+
+    @property
+    def data(self) -> DataSourceService:
+        return self._later().data
+
+    @property
+    def tqa(self) -> TqaService:
+        return self._later().tqa
+
+    @property
+    def evaluations(self) -> EvaluationService:
+        return self._later().evaluations
+
+
+@dataclass(slots=True)
+class LaterServices:
+    """The services of the second stage's routes (AutoTQA, evaluations, examples, data
+    sources): ~0.1 s of CPU that the first answer of the core's routes does not wait for."""
+
     examples: ExampleStore
     data: DataSourceService
     tqa: TqaService
-    mcp_stdio: StdioAllowList
     evaluations: EvaluationService
-    queue: RunQueue | None = None  # queue mode (services/queue): async runs go to workers
 
 
 async def services(request: Request) -> Services:
@@ -66,19 +95,21 @@ async def services(request: Request) -> Services:
     return found
 
 
-# The query engine and every connector kind: imported by start-up's thread, so that no
-# request imports them on the event loop (imported by the first request that touched a source
-# or a table, they held the GIL ~1.4 s and stalled every other request:
-# tests/security/test_source_paths.py's health probe).
-_DATA_LAYER = ("dagwright.data.engine", "dagwright.data.catalog", "dagwright.data.connectors")
-
-
 @dataclass(slots=True)
 class _Prepared:
-    """What start-up's thread built, for the event loop to start and publish."""
+    """What start-up's thread built in its first stage, for the event loop to start and
+    publish."""
 
     routers: list[APIRouter]
     services: Services
+
+
+@dataclass(slots=True)
+class _PreparedRest:
+    """... and in its second."""
+
+    routers: list[APIRouter]
+    later: LaterServices
     triggers: TriggerService
     human: HumanService
 
@@ -87,23 +118,19 @@ def _prepare(
     process: Composition, settings: ServerSettings, load_routes: Callable[[], list[APIRouter]]
 ) -> _Prepared:
     """Start-up's thread, its first stage (api/startup.py): the core's route modules and the
-    blocking builds (the database and its migrations, the registry, the gateway, the
-    services). The data layer's modules are the second stage's (`_prepare_rest`)."""
+    blocking builds its routes need (the database and its migrations, the registry, the
+    gateway, the apps, runs and keys). The rest is the second stage's (`_prepare_rest`)."""
     routers = load_routes()
     from dagwright.api.auth import RateLimiter
     from dagwright.data.isolation import log_isolation
     from dagwright.services.endpoints import EndpointResolver
-    from dagwright.services.human import HumanService
     from dagwright.services.keys import KeyService
-    from dagwright.services.triggers import TriggerService
 
     # Which isolation python_on_tables gets (docs/security/sandbox.md).
     log_isolation(process.sandbox())
     engine = process.database()
     apps = process.apps()  # over the palette: Data-Copilot's interfaces are tool blocks there
-    secrets = process.secret_store()
     runs = process.runs(recover_interrupted=True)
-    queue = process.run_queue()  # None unless queue mode (docs/deploy.md)
     keys = KeyService(engine)
     services = Services(
         settings=settings,
@@ -111,34 +138,43 @@ def _prepare(
         engine=engine,
         apps=apps,
         keys=keys,
-        secrets=secrets,
+        secrets=process.secret_store(),
         runs=runs,
         gateway=process.gateway(),
         limiter=RateLimiter(settings.rate_limit),
         endpoints=EndpointResolver(apps, keys),
+        mcp_stdio=process.mcp_stdio(),
+        queue=process.run_queue(),  # None unless queue mode (docs/deploy.md)
+    )
+    return _Prepared(routers=routers, services=services)
+
+
+def _prepare_rest(
+    process: Composition, services: Services, load_routes: Callable[[], list[APIRouter]]
+) -> _PreparedRest:
+    """Start-up's thread, its second stage: the other route modules, the services only they
+    use, and the data layer."""
+    routers = load_routes()
+    from dagwright.composition import import_data_layer
+    from dagwright.services.human import HumanService
+    from dagwright.services.triggers import TriggerService
+
+    later = LaterServices(
         examples=process.examples(),
         data=process.data_sources(),
         tqa=process.tqa(),
-        mcp_stdio=process.mcp_stdio(),
         evaluations=process.evaluations(),
-        queue=queue,
     )
-    return _Prepared(
+    import_data_layer()
+    engine, apps, runs, queue = services.engine, services.apps, services.runs, services.queue
+    return _PreparedRest(
         routers=routers,
-        services=services,
+        later=later,
         # Cron schedules and webhooks (routes/triggers.py); every replica schedules, one fires.
-        triggers=TriggerService(engine, apps, runs, secrets, queue=queue),
+        triggers=TriggerService(engine, apps, runs, services.secrets, queue=queue),
         # ... and AutoTQA conversations waiting for a tool call's approval (tqa/approvals.py).
-        human=HumanService(engine, apps, runs, conversations=services.tqa),
+        human=HumanService(engine, apps, runs, conversations=later.tqa),
     )
-
-
-def _prepare_rest(load_routes: Callable[[], list[APIRouter]]) -> list[APIRouter]:
-    """Start-up's thread, its second stage: the other route modules and the data layer."""
-    routers = load_routes()
-    for module in _DATA_LAYER:
-        importlib.import_module(module)
-    return routers
 
 
 def _tune_garbage_collector() -> None:
@@ -179,17 +215,20 @@ async def serving(
             prepared = await asyncio.to_thread(_prepare, process, settings, load_core)
             # Started in the thread, the writer is open; on the loop it also starts its
             # poller (cancel requests, recovery of the runs of dead processes).
-            prepared.services.runs.start_writer()
-            prepared.triggers.start()
-            stack.push_async_callback(prepared.triggers.close)  # before the runs close (LIFO)
-            prepared.human.start()
-            stack.push_async_callback(prepared.human.close)
-            app.state.triggers = prepared.triggers
-            app.state.human = prepared.human
-            app.state.services = prepared.services
+            services = prepared.services
+            services.runs.start_writer()
+            app.state.services = services
             # The core's routes answer from here; the rest wait for the second stage.
             startup.release(install_routes(prepared.routers))
-            install_routes(await asyncio.to_thread(_prepare_rest, load_rest))
+            rest = await asyncio.to_thread(_prepare_rest, process, services, load_rest)
+            rest.triggers.start()
+            stack.push_async_callback(rest.triggers.close)  # before the runs close (LIFO)
+            rest.human.start()
+            stack.push_async_callback(rest.human.close)
+            app.state.triggers = rest.triggers
+            app.state.human = rest.human
+            services.later = rest.later
+            install_routes(rest.routers)
 
         async def prepare() -> None:
             # No collection while start-up builds: each full one walked all it had built so

@@ -46,11 +46,16 @@ class MissingServiceError(DagwrightError):
 class Service(Generic[T]):
     """The key of one kind of service; `T` is what a block gets for it."""
 
-    __slots__ = ("name", "what")
+    __slots__ = ("built_off_loop", "name", "what")
 
-    def __init__(self, name: str, what: str) -> None:
+    def __init__(self, name: str, what: str, built_off_loop: bool = False) -> None:
         self.name = name
         self.what = what
+        # Its build imports heavy modules (the data layer, Qdrant, AutoTQA): a run that needs
+        # it has it built in a thread before its nodes run (`BlockServices.unbuilt`), not by
+        # a block's first lookup on the event loop, which it would stall (a server's early
+        # calls, while start-up's thread still imports them: api/startup.py).
+        self.built_off_loop = built_off_loop
 
     def __repr__(self) -> str:
         return f"Service({self.name!r})"
@@ -177,15 +182,17 @@ class AutoTqa(Protocol):
 # -- the keys --------------------------------------------------------------------------------
 
 MODELS: Final = Service[ModelAccess]("models", "model providers (the LLM gateway)")
-EXAMPLES: Final = Service[ExampleSearch]("examples", "the few-shot example store")
-TABLES: Final = Service[Tables]("tables", "the data sources' query engine")
+EXAMPLES: Final = Service[ExampleSearch](
+    "examples", "the few-shot example store", built_off_loop=True
+)
+TABLES: Final = Service[Tables]("tables", "the data sources' query engine", built_off_loop=True)
 APPS: Final = Service[AppInvocation]("apps", "calls to other apps (a dagwright server)")
 SECRETS: Final = Service[Secrets]("secrets", "secrets")
-AUTOTQA: Final = Service[AutoTqa]("autotqa", "the AutoTQA agents")
+AUTOTQA: Final = Service[AutoTqa]("autotqa", "the AutoTQA agents", built_off_loop=True)
 HUMAN: Final = Service[HumanRequests]("human", "requests to people (a dagwright server)")
 # Services of one feature each, typed by their class.
 INTERFACES: Final[Service[InterfaceLibrary]] = Service(
-    "interfaces", "Data-Copilot's interface libraries (the database)"
+    "interfaces", "Data-Copilot's interface libraries (the database)", built_off_loop=True
 )
 # The operator's settings for what runs on this host, typed by their value classes.
 SANDBOX: Final[Service[SandboxSettings]] = Service(
@@ -258,6 +265,27 @@ class BlockServices:
                 self._ready[service] = self._factories[service]()
             built: T = self._ready[service]  # type: ignore[assignment]
             return built
+
+    def unbuilt(self, nodes: Iterable[tuple[str, Sequence[Service[Any]]]]) -> list[Service[Any]]:
+        """The services these nodes need that are built off the loop and not built yet."""
+        found: list[Service[Any]] = []
+        for _, needs in nodes:
+            for service in needs:
+                if service.built_off_loop and service not in found and not self._has(service):
+                    found.append(service)
+        return found
+
+    def _has(self, service: Service[Any]) -> bool:
+        if service in self._ready:
+            return True
+        if service in self._factories:
+            return False
+        return self._parent is not None and self._parent._has(service)
+
+    def build(self, services: Iterable[Service[Any]]) -> None:
+        """Builds these services (in a thread: `Service.built_off_loop`)."""
+        for service in services:
+            self.get(service)
 
     def built(self) -> list[str]:
         """The names of the services built (or given) so far (for tests and benchmarks)."""

@@ -18,6 +18,7 @@ skipped port is skipped itself and passes SKIPPED on.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import time
 import uuid
@@ -414,6 +415,8 @@ class Run:
             )
         )
         try:
+            if self._forward is None:
+                await self._build_heavy_services()
             for node in self.plan.nodes:
                 if not node.port_names:
                     self._enqueue(node)
@@ -445,6 +448,16 @@ class Run:
             raise
         await self._stop_workers()
         return self._finish()
+
+    async def _build_heavy_services(self) -> None:
+        """Builds in a thread the services the flow's nodes (its sub-flows' too) need whose
+        build imports heavy modules (`Service.built_off_loop`), so that no block's lookup
+        imports them on the event loop. A build that fails is left to the node that looks
+        the service up: it fails with the error, as it would have."""
+        unbuilt = self._services.unbuilt(self.plan.needs())
+        if unbuilt:
+            with contextlib.suppress(Exception):
+                await asyncio.to_thread(self._services.build, unbuilt)
 
     def _stop(self, outcome: RunError | None) -> None:
         """End the run: None when every node settled, else the error that ends it."""
