@@ -47,9 +47,9 @@ from dagwright.services.queue.settings import QueueSettings
 
 log = logging.getLogger(__name__)
 
-# A run, evaluation or conversation whose workers died this many times while running one of its jobs (a
-# run that kills its worker, say by exhausting its memory) fails instead of being given to
-# yet another worker.
+# A run, evaluation or conversation whose workers died this many times while running one of
+# its jobs (a run that kills its worker, say by exhausting its memory) fails instead of being
+# given to yet another worker.
 MAX_ATTEMPTS: Final = 5
 EVALUATION_TASKS: Final = (EVALUATION_TASK, EXAMPLES_TASK, FINISH_TASK)
 # Jobs whose worker died MAX_ATTEMPTS times end their work failed rather than go back again.
