@@ -346,11 +346,11 @@ def test_a_wait_that_ends_unscored_answers_with_the_evaluation(
     body = {"app": "stopped", "dataset": "stopped", "wait": True}
     with ThreadPoolExecutor(1) as pool:
         waiting = pool.submit(api.http.post, "/api/v1/evaluations", json=body, timeout=60)
-        for _ in range(200):
-            listed = api.http.get("/api/v1/evaluations", params={"app": "stopped"}).json()
-            if listed["items"]:
+        for _ in range(400):  # until its first example's run is held: it runs here
+            if tally.exists():
                 break
             time.sleep(0.05)
+        listed = api.http.get("/api/v1/evaluations", params={"app": "stopped"}).json()
         evaluation_id = listed["items"][0]["id"]
         _post(api, f"/api/v1/evaluations/{evaluation_id}/cancel", {}, 202)
         answer = waiting.result()

@@ -135,10 +135,12 @@ def _evaluate(
 
 def _per_question(api: Api, evaluation_id: str) -> list[dict[str, Any]]:
     """Model calls, tokens and latency of each question, from its recorded run."""
-    response = api.http.get(f"/api/v1/evaluations/{evaluation_id}/results")
+    response = api.http.get(f"/api/v1/evaluations/{evaluation_id}/results?limit=200")
     assert response.status_code == 200, response.text
+    page = response.json()
+    assert page["total"] == len(page["items"])  # every question on one page
     rows = []
-    for result in response.json():
+    for result in page["items"]:
         run = api.get_run(result["run_id"])
         usage = run["usage"]
         calls, tokens = usage["calls"], usage["prompt_tokens"] + usage["completion_tokens"]
