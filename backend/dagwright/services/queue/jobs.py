@@ -174,13 +174,8 @@ def defer_conversation(app: procrastinate.App, conn: Connection, conversation_id
     """Queue a conversation's job in `conn`'s transaction (the one that records it, or that
     claims it back from waiting); returns the job id. Its lock keeps two jobs of one
     conversation from running at once."""
-    key = f"conversation:{conversation_id}"
-    deferrer = app.configure_task(
-        CONVERSATION_TASK,
-        queue=QUEUE,
-        priority=int(Priority.INTERACTIVE),
-        lock=key,
-        connection=conn.connection.driver_connection,
+    deferrer = _conversation_task(
+        app, conversation_id, connection=conn.connection.driver_connection
     )
     return deferrer.defer(conversation_id=conversation_id)
 
@@ -193,13 +188,21 @@ async def defer_conversation_again(app: procrastinate.App, conversation_id: str)
     job would be left to resume the conversation. This job waits under the conversation's
     lock while one runs, and finds it ended if it did; at most one waits (its queueing
     lock)."""
-    key = f"conversation:{conversation_id}"
-    deferrer = app.configure_task(
-        CONVERSATION_TASK,
-        queue=QUEUE,
-        priority=int(Priority.INTERACTIVE),
-        lock=key,
-        queueing_lock=f"{key}:again",
+    deferrer = _conversation_task(
+        app, conversation_id, queueing_lock=f"conversation:{conversation_id}:again"
     )
     with contextlib.suppress(AlreadyEnqueued):
         await deferrer.defer_async(conversation_id=conversation_id)
+
+
+def _conversation_task(
+    app: procrastinate.App, conversation_id: str, **options: Any
+) -> procrastinate.jobs.JobDeferrer:
+    """A conversation's job, interactive, under the conversation's lock (one runs at once)."""
+    return app.configure_task(
+        CONVERSATION_TASK,
+        queue=QUEUE,
+        priority=int(Priority.INTERACTIVE),
+        lock=f"conversation:{conversation_id}",
+        **options,
+    )
