@@ -291,10 +291,10 @@ def test_feedback_from_the_editor_and_from_a_caller(secured: LiveServer) -> None
     assert refused.status_code == 403
 
 
-def test_waiting_for_the_report_is_bounded(server: LiveServer, tmp_path: Path) -> None:
-    # Each example's run waits while the hold file exists: the wait ends first, with 202 and
-    # the evaluation as it stands, and the evaluation goes on without its caller.
-    api, hold, tally = server.api, tmp_path / "hold", tmp_path / "tally.log"
+def _held_app(server: LiveServer, name: str, hold: Path, tally: Path) -> None:
+    """An app and a dataset of that name; each example's run counts itself in `tally` and
+    waits while `hold` exists (created here)."""
+    api = server.api
     hold.touch()
     flow = _flow(
         [
@@ -304,10 +304,17 @@ def test_waiting_for_the_report_is_bounded(server: LiveServer, tmp_path: Path) -
         ],
         [("table", "output", "held", "value"), ("held", "output", "answer", "value")],
     )
-    api.create_app("held")
-    api.publish("held", api.save("held", flow)["id"])
+    api.create_app(name)
+    api.publish(name, api.save(name, flow)["id"])
     path = _dataset(server)
-    _post(api, "/api/v1/datasets", {"name": "held", "kind": "generic", "path": str(path)}, 201)
+    _post(api, "/api/v1/datasets", {"name": name, "kind": "generic", "path": str(path)}, 201)
+
+
+def test_waiting_for_the_report_is_bounded(server: LiveServer, tmp_path: Path) -> None:
+    # Each example's run waits while the hold file exists: the wait ends first, with 202 and
+    # the evaluation as it stands, and the evaluation goes on without its caller.
+    api, hold, tally = server.api, tmp_path / "hold", tmp_path / "tally.log"
+    _held_app(server, "held", hold, tally)
     body = {"app": "held", "dataset": "held", "wait": True}
     too_long = api.http.post("/api/v1/evaluations", params={"timeout": 3601}, json=body)
     assert [p["field"] for p in too_long.json()["error"]["problems"]] == ["query.timeout"]
@@ -330,19 +337,7 @@ def test_a_wait_that_ends_unscored_answers_with_the_evaluation(
     # Cancelled while its caller waits: the caller gets the evaluation as it ended (not a
     # 409 "not scored", and not a wait until the timeout).
     api, hold, tally = server.api, tmp_path / "hold", tmp_path / "tally.log"
-    hold.touch()
-    flow = _flow(
-        [
-            {"id": "table", "block": "text_input", "config": {"name": "table"}},
-            {"id": "held", "block": "tally", "config": {"file": str(tally), "hold": str(hold)}},
-            {"id": "answer", "block": "output", "config": {"name": "answer"}},
-        ],
-        [("table", "output", "held", "value"), ("held", "output", "answer", "value")],
-    )
-    api.create_app("stopped")
-    api.publish("stopped", api.save("stopped", flow)["id"])
-    path = _dataset(server)
-    _post(api, "/api/v1/datasets", {"name": "stopped", "kind": "generic", "path": str(path)}, 201)
+    _held_app(server, "stopped", hold, tally)
     body = {"app": "stopped", "dataset": "stopped", "wait": True}
     with ThreadPoolExecutor(1) as pool:
         waiting = pool.submit(api.http.post, "/api/v1/evaluations", json=body, timeout=60)
