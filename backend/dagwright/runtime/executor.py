@@ -122,7 +122,7 @@ class SyncPolicy:
     On a loaded machine the OS may take the CPU from the loop's thread in the middle of a
     quick call: an overrun during which that thread neither computed nor waited (for I/O, a
     sleep, a lock or the GIL) but was preempted is not the block's doing and costs it no debt
-    (Linux: the thread's context switches and CPU time since the worker's turn began).
+    (Linux: the thread's context switches and CPU time since the mark, taken before it ran).
 
     Kept by the executor's options, so one server learns each block type once; the counts
     are read and written on the loop only."""
@@ -140,14 +140,15 @@ class SyncPolicy:
         # A worker that has run nodes for this long without the loop turning yields to it.
         self.turn = turn
         self._timings: dict[Callable[..., Any], SyncTiming] = {}
-        # The loop thread's context switches and CPU time when a worker's turn began.
+        # The loop thread's context switches and CPU time when a block on the loop last began.
         self._mark: Any = None
         self._mark_cpu = 0.0
         self._marked_at = float("-inf")
 
     def mark(self) -> None:
-        """A worker's turn on the loop begins. Read at most once a turn (~5 us a read): an
-        older mark only makes `_preempted` more cautious."""
+        """A sync block is about to run on the loop. Read at most once a `turn` (~5 us a read
+        on a loaded machine), so a chain of quick blocks pays it once: an older mark only makes
+        `_preempted` more cautious. Runs without such blocks never read it."""
         now = time.perf_counter()
         if _thread_usage is not None and now - self._marked_at >= self.turn:
             self._marked_at = now
@@ -523,7 +524,6 @@ class Run:
         ready = self._ready
         turn = self._sync.turn
         due = time.perf_counter() + turn
-        self._sync.mark()
         while ready and not self._ended:
             node, waits = ready.popleft()
             if waits:
@@ -537,7 +537,6 @@ class Run:
                 await asyncio.sleep(0)
                 await asyncio.sleep(0)
                 due = time.perf_counter() + turn
-                self._sync.mark()
 
     async def _run_node(self, node: PlanNode) -> None:  # noqa: C901, PLR0912, PLR0915
         index = node.index
@@ -637,6 +636,7 @@ class Run:
     ) -> Any:
         if timing is None:
             return node.spec.fn(**kwargs)
+        self._sync.mark()
         started = time.perf_counter()
         try:
             return node.spec.fn(**kwargs)
