@@ -121,13 +121,15 @@ class _Budget:
         self.since_clock = 0
         self.depth = 0
         self.built = 0
-        self.started = time.thread_time()
+        self.started: float | None = None  # read at the first step: most renders take none
         self.cpu_limit = LIMITS.cpu_seconds
 
     def tick(self, cost: int = 1) -> None:
         self.steps += cost
         if self.steps > LIMITS.steps:
             raise _refuse(f"the render took more than {LIMITS.steps:,} steps", "steps")
+        if self.started is None:
+            self.started = time.thread_time()
         self.since_clock += cost
         if self.since_clock >= self._CLOCK_EVERY:
             self.since_clock = 0
@@ -924,7 +926,10 @@ def _compile(text: str) -> _Compiled:
         return _Compiled(variables, None, _Failure("syntax", exc.message or str(exc), exc.lineno))
     except (RecursionError, MemoryError, SyntaxError):  # Jinja's or Python's nesting limits
         return _Compiled(variables, None, _too_deep())
-    template = SANDBOX.template_class.from_code(SANDBOX, code, SANDBOX.make_globals(None), None)
+    # Globals as a plain dict, not Jinja's ChainMap over the environment's: every render copies
+    # them into its context, and copying a ChainMap costs several times a dict's (the sandbox's
+    # globals are fixed when it is built).
+    template = SANDBOX.template_class.from_code(SANDBOX, code, dict(SANDBOX.globals), None)
     return _Compiled(variables, template, None)
 
 
