@@ -3,7 +3,9 @@ recorded runs, scored, resumed, reported and compared — through the real servi
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -334,3 +336,38 @@ def test_spider_databases_served_from_a_database_server(
         else:
             with mysql_connect() as connection, connection.cursor() as cursor:
                 cursor.execute(f"DROP DATABASE IF EXISTS `{source}`")
+
+
+async def test_a_run_cancelled_while_it_prepares_is_left_interrupted(
+    evaluations: EvaluationService, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The preparation marks the evaluation running in a thread a cancellation cannot stop:
+    the run waits for it and marks the evaluation interrupted, so it can be resumed, rather
+    than leaving it `running` with nothing running it."""
+    path = _generic_dataset(tmp_path / "files")
+    evaluations.datasets.import_file("heldcounts", "generic", path)
+    _count_rows_app(evaluations, "heldcount")
+    row = evaluations.create("heldcount", None, "heldcounts")
+    entered, release = threading.Event(), threading.Event()
+    prepare = evaluations._prepare_run
+
+    def held_prepare(evaluation_id: str) -> Any:
+        entered.set()
+        assert release.wait(10)
+        return prepare(evaluation_id)
+
+    monkeypatch.setattr(evaluations, "_prepare_run", held_prepare)
+    running = asyncio.create_task(evaluations.run(row.id))
+    assert await asyncio.to_thread(entered.wait, 10)
+    running.cancel()
+    await asyncio.sleep(0.05)
+    assert not running.done()  # it waits for the preparation's thread
+    release.set()
+    with pytest.raises(asyncio.CancelledError):
+        await running
+    assert evaluations.get(row.id).status == "interrupted"
+    assert evaluations.rows(row.id) == []
+    monkeypatch.undo()
+    resumed = await evaluations.run(row.id)
+    assert resumed.status == "completed"
+    assert len(evaluations.rows(row.id)) == 3

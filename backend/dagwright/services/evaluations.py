@@ -272,13 +272,21 @@ class EvaluationService:
     ) -> Evaluation:
         """Runs the examples without a result, then scores them all. The database reads and
         the scoring (Spider's runs queries) go to a thread: a server's loop keeps answering."""
-        row, version, examples, done = await asyncio.to_thread(self._prepare_run, evaluation_id)
-        target = self._target(row, version)
-        todo = [e for e in examples if e.example_id not in done]
-        tasks = self._tasks(row, todo)
+        # The preparation marks the evaluation running in its thread, which a cancellation
+        # cannot stop: one that comes meanwhile waits for it, then marks it interrupted.
+        preparing = asyncio.ensure_future(asyncio.to_thread(self._prepare_run, evaluation_id))
         try:
+            row, version, examples, done = await asyncio.shield(preparing)
+        except asyncio.CancelledError:
+            await asyncio.wait([preparing])
+            if not preparing.cancelled() and preparing.exception() is None:
+                self._set_status(preparing.result()[0].id, "interrupted")
+            raise
+        try:
+            target = self._target(row, version)
+            todo = [e for e in examples if e.example_id not in done]
             await run_batch(
-                tasks,
+                self._tasks(row, todo),
                 len(todo),
                 target,
                 self._sink(row.id),
