@@ -188,7 +188,12 @@ class TqaConversation(SQLModel, table=True):
     answer (with evidence). Its turns are `tqa_turns` rows."""
 
     __tablename__ = "tqa_conversations"
-    __table_args__ = (Index("ix_tqa_conversations_created", "created_at"),)
+    __table_args__ = (
+        Index("ix_tqa_conversations_created", "created_at"),
+        # Counting the running ones (the conversation limit, tqa/admission.py) and listing
+        # those of one status, newest first.
+        Index("ix_tqa_conversations_status", "status", "created_at"),
+    )
 
     id: str = Field(default_factory=new_id, primary_key=True, max_length=32)
     question: str = Field(sa_column=Column(Text, nullable=False))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from sqlalchemy import update
+from sqlalchemy import func, update
 from sqlmodel import Session, col, select
 
 from dagwright.errors import NotFoundError
@@ -60,6 +60,16 @@ class ConversationRepository:
             .values(status="running")
         )
         return bool(done.rowcount == 1)
+
+    def count_running(self) -> int:
+        """How many conversations are running (queued for a worker included): a count over
+        the (status, created_at) index."""
+        query = (
+            select(func.count())
+            .select_from(TqaConversation)
+            .where(col(TqaConversation.status) == "running")
+        )
+        return int(self._db.exec(query).one())
 
     def held_by(self, conversation_id: str, runner: str | None) -> bool:
         """Whether `runner` still runs the conversation (taken up by no other since); the

@@ -214,6 +214,11 @@ class ConversationStore:
             db.add(row)
             db.commit()
 
+    def running(self) -> int:
+        """How many conversations are running, on any process (tqa/admission.py)."""
+        with session(self._engine) as db:
+            return ConversationRepository(db).count_running()
+
     def get(self, conversation_id: str) -> dict[str, Any]:
         """The conversation with every turn, in order."""
         with session(self._engine) as db:
