@@ -465,6 +465,7 @@ class Composition:
                 # In queue mode background conversations (and those an approval lets go
                 # on) are queued for the workers.
                 queue=self.run_queue() if self.kind == "server" else None,
+                max_conversations=self.settings.tqa_max_conversations,
             )
             self._async_closers.append(tqa.close)  # before the runs close
             return tqa

@@ -115,6 +115,14 @@ class Settings(BaseSettings):
         10, ge=1, description="examples per job of a queued evaluation"
     )
 
+    # -- AutoTQA (tqa/admission.py) ---------------------------------------------------------
+    tqa_max_conversations: int = Field(
+        64,
+        ge=1,
+        description="AutoTQA conversations running (or queued) at once, over every replica, "
+        "beyond which a new one is refused with 429 `conversations_full`",
+    )
+
     # -- models ----------------------------------------------------------------------------
     default_model: str = "gpt-4o-mini"
     default_provider: str | None = None

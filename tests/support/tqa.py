@@ -32,13 +32,16 @@ def provider_settings(base_url: str) -> str:
 
 
 @contextmanager
-def tqa_server(database: str, data_dir: Path) -> Iterator[LiveServer]:
-    """A live server whose models are the agents' scripted model (started here)."""
-    model = ScriptedServer(agents_script()).start()
+def tqa_server(
+    database: str, data_dir: Path, script: Script | None = None, settings: str = ""
+) -> Iterator[LiveServer]:
+    """A live server whose models are the agents' scripted model (started here), with
+    `settings` (top-level dagwright.toml lines) added to its settings file."""
+    model = ScriptedServer(script or agents_script()).start()
     try:
         data_dir.mkdir(parents=True, exist_ok=True)
         # The server reads ./dagwright.toml at start-up, and starts in its data directory.
-        (data_dir / "dagwright.toml").write_text(provider_settings(model.base_url))
+        (data_dir / "dagwright.toml").write_text(settings + provider_settings(model.base_url))
         with live_server(database, data_dir) as running:
             yield running
     finally:

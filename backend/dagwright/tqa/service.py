@@ -11,6 +11,7 @@ import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
+from dagwright.tqa.admission import DEFAULT_MAX_CONVERSATIONS, ConversationAdmission
 from dagwright.tqa.agents import AgentCaller, InProcessAgentCaller
 from dagwright.tqa.approvals import ApprovalDesk
 from dagwright.tqa.conversation import AskRequest, Conversation
@@ -49,6 +50,7 @@ class TqaService:
         caller: AgentCaller | None = None,
         examples: ExampleStore | None = None,
         queue: ConversationQueue | None = None,
+        max_conversations: int = DEFAULT_MAX_CONVERSATIONS,
     ) -> None:
         self.apps = apps
         self.hints = HintStore(engine)
@@ -56,6 +58,7 @@ class TqaService:
         self.tools = ToolRegistry(engine)
         self.conversations = ConversationStore(engine)
         self.approvals = ApprovalDesk(engine)
+        self.admission = ConversationAdmission(self.conversations, max_conversations)
         self._examples = examples
         self.orchestrator = Orchestrator(
             caller or InProcessAgentCaller(apps, runs),
@@ -124,13 +127,18 @@ class TqaService:
         self.check_namespaces(settings.get("namespaces"))
 
     async def ask(self, request: AskRequest, on_turn: TurnCallback | None = None) -> Conversation:
+        """The whole conversation (ConversationsFullError, nothing recorded, when the limit
+        of conversations is running)."""
         await self.ensure_published()
+        await self.admission.check()
         return await self.orchestrator.ask(request, on_turn)
 
     async def ask_background(self, request: AskRequest) -> str:
         """Starts the conversation and returns its id at once (it is recorded as it goes):
-        queued for a worker in queue mode, else run by this process."""
+        queued for a worker in queue mode, else run by this process. ConversationsFullError,
+        nothing recorded, when the limit of conversations is running."""
         await self.ensure_published()
+        await self.admission.check()
         if self._queue is not None:
             # Its job is written in the transaction that records it: queued exactly when
             # it exists.
@@ -150,7 +158,8 @@ class TqaService:
     async def go_on(self, conversation_id: str) -> bool:
         """Continue a waiting conversation (its approval was answered), if this caller is
         the one that claims it (waiting -> running): its job in queue mode (written in the
-        claim's transaction), else a task of this process. False when another did."""
+        claim's transaction), else a task of this process. False when another did. Never
+        refused by the conversation limit: it exists already, and a person let it go on."""
         job = None if self._queue is None else self._queue.conversation_job(conversation_id)
         claimed = await asyncio.to_thread(self.conversations.claim, conversation_id, "waiting", job)
         if claimed and self._queue is None:

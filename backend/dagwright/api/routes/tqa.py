@@ -158,6 +158,10 @@ async def ask(body: AskIn, s: Deps) -> Any:
             status_code=202,
         )
     if body.stream:
+        # The conversation limit is checked before the stream starts, so a refusal is a 429
+        # (the conversation itself is begun inside the stream: one whose caller is gone
+        # before it starts is never recorded).
+        await s.tqa.admission.check()
         return EventSourceResponse(_stream(s, request))
     return (await s.tqa.ask(request)).to_dict()
 

@@ -83,7 +83,8 @@ class RunQueue:
     def conversation_job(self, conversation_id: str) -> Callable[[Connection], int]:
         """What writes a conversation's job, in the transaction of the caller that records
         or claims the conversation (tqa/recording.py). Conversations are interactive: they
-        are not counted against the runs' limits (their agents' runs are not queued)."""
+        are not counted against the runs' limits (their agents' runs are not queued), but
+        against their own (DAGWRIGHT_TQA_MAX_CONVERSATIONS, tqa/admission.py)."""
         return functools.partial(defer_conversation, self._app, conversation_id=conversation_id)
 
     def _check_room(self, app_id: str) -> None:
