@@ -17,6 +17,7 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +26,7 @@ from cryptography.fernet import Fernet
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.pool import NullPool
 
+from dagwright.services.queue.worker import MAX_ATTEMPTS
 from support.server import (
     Api,
     ServerProcess,
@@ -55,8 +57,10 @@ class Cluster:
     def api(self, index: int) -> Api:
         return self.servers[index].api()
 
-    def add_worker(self, name: str) -> WorkerProcess:
-        worker = WorkerProcess(self.folder / name, name, self.url, env=self.env).start()
+    def add_worker(self, name: str, **env: str) -> WorkerProcess:
+        """A worker with the cluster's settings (those in `env` changed)."""
+        worker = WorkerProcess(self.folder / name, name, self.url, env={**self.env, **env})
+        worker.start()
         self.workers.append(worker)
         return worker
 
@@ -454,6 +458,7 @@ def test_waiting_for_an_evaluation_is_bounded_and_one_that_keeps_killing_workers
 
     # Its chunk's job as if its workers had died MAX_ATTEMPTS - 1 times already; the worker
     # running it dies once more: the sweep gives the evaluation up instead of retrying it.
+    # (Real deaths counted: test_hand_overs_do_not_count_as_deaths.)
     jobs = (
         "FROM procrastinate_jobs WHERE args->>'evaluation_id' = :e AND status = 'doing' "
         "AND task_name = 'dagwright.evaluate_examples'"
@@ -461,11 +466,7 @@ def test_waiting_for_an_evaluation_is_bounded_and_one_that_keeps_killing_workers
     cluster.wait_for(
         "its chunk being run", lambda: cluster.scalar(f"SELECT count(*) {jobs}", e=evaluation_id)
     )
-    with cluster.db.begin() as conn:
-        conn.execute(
-            text(f"UPDATE procrastinate_jobs SET attempts = 4 WHERE id IN (SELECT id {jobs})"),
-            {"e": evaluation_id},
-        )
+    died_before(cluster.db, jobs, MAX_ATTEMPTS - 1, e=evaluation_id)
     stuck_runs = (
         "SELECT r.id FROM runs r JOIN apps a ON a.id = r.app_id "
         "WHERE a.slug = 'stuck' AND r.status = 'running'"
@@ -484,7 +485,7 @@ def test_waiting_for_an_evaluation_is_bounded_and_one_that_keeps_killing_workers
     state = cluster.wait_for("the evaluation given up", failed, timeout=60)
     cluster.add_worker(f"{owner}-again")
     assert state["error"]["code"] == "worker_lost"
-    assert "stopped 5 times" in state["error"]["message"]
+    assert f"died {MAX_ATTEMPTS} times" in state["error"]["message"]
     # Failed, its given-up chunk not retried: its other chunks end with no example run.
     cluster.wait_for(
         "its other chunk jobs gone",
@@ -500,6 +501,19 @@ def test_waiting_for_an_evaluation_is_bounded_and_one_that_keeps_killing_workers
     )
     assert cluster.scalar(f"SELECT count(*) {jobs.replace('doing', 'failed')}", e=evaluation_id)
     assert api.http.get(f"/api/v1/evaluations/{evaluation_id}").json()["done"] == 0
+
+
+def died_before(db: Engine, jobs: str, deaths: int, **params: Any) -> None:
+    """The jobs that `jobs` selects (FROM ... WHERE ...) as if their workers had died
+    `deaths` times already (the sweep's count, services/queue/deaths.py)."""
+    with db.begin() as conn:
+        conn.execute(
+            text(
+                f"INSERT INTO dagwright_job_deaths (job_id, deaths) SELECT id, :deaths {jobs} "
+                "ON CONFLICT (job_id) DO UPDATE SET deaths = excluded.deaths"
+            ),
+            {"deaths": deaths, **params},
+        )
 
 
 def state_is_running(api: Api, evaluation_id: str) -> bool:
@@ -635,3 +649,78 @@ def assert_completed_once_each(
 
 def ended(run: dict[str, Any]) -> bool:
     return run["status"] not in ("queued", "running")
+
+
+def test_hand_overs_do_not_count_as_deaths(cluster: Cluster) -> None:
+    """A run handed over by stopping workers (SIGTERM, a deploy) MAX_ATTEMPTS times, then
+    caught by MAX_ATTEMPTS - 1 worker deaths (SIGKILL), still finishes: only deaths count. A
+    run whose workers die MAX_ATTEMPTS times is given up with `worker_lost`."""
+    api = cluster.api(0)
+    holds = {name: cluster.folder / f"hold-{name}" for name in ("lasting", "doomed")}
+    keys = {}
+    for name, hold in holds.items():
+        hold.touch()
+        held = tally_flow(cluster.tally, seconds=0)
+        held["nodes"][2]["config"]["hold"] = str(hold)  # s: waits for the hold
+        keys[name] = api.published_app(name, held)
+    # One worker at a time, so that it holds the runs when it is stopped or killed; no grace:
+    # a stopping worker hands its runs over at once.
+    for worker in cluster.workers:
+        worker.stop()
+    cluster.workers.clear()
+    lasting = queue_run(api, "lasting", keys["lasting"], "l")
+
+    def inside_s(runs: dict[str, int]) -> bool:
+        """Each run began its held node this many times, or ended."""
+        counts = cluster.counts()
+        return all(
+            counts[run, "s"] >= times or ended(api.get_run(run)) for run, times in runs.items()
+        )
+
+    def still_running(run: str) -> None:
+        record = api.get_run(run)
+        assert record["status"] == "running", record
+
+    for hand_over in range(1, MAX_ATTEMPTS + 1):
+        leaver = cluster.add_worker(f"leaver-{hand_over}", DAGWRIGHT_WORKER_SHUTDOWN_GRACE="0")
+        cluster.wait_for(
+            f"hand-over {hand_over}: inside s", partial(inside_s, {lasting: hand_over})
+        )
+        still_running(lasting)
+        assert leaver.process is not None
+        leaver.process.terminate()
+        assert leaver.process.wait(30) == 0
+        cluster.workers.remove(leaver)
+        assert api.get_run(lasting)["status"] == "queued"
+
+    doomed = queue_run(api, "doomed", keys["doomed"], "d")
+    for death in range(1, MAX_ATTEMPTS + 1):
+        # The first takes the queued runs; the others, once their sweep resumes the runs of
+        # the one killed before (STALLED_AFTER).
+        mortal = cluster.add_worker(f"mortal-{death}")
+        cluster.wait_for(
+            f"death {death}: both inside s",
+            partial(inside_s, {lasting: MAX_ATTEMPTS + death, doomed: death}),
+        )
+        still_running(lasting)  # before the fix: given up at the first death
+        still_running(doomed)
+        if death == MAX_ATTEMPTS:  # the lasting run's workers died MAX_ATTEMPTS - 1 times
+            holds["lasting"].unlink()
+            record = api.wait_for_run(lasting, ended, timeout=30)
+            assert record["status"] == "succeeded", record
+            assert record["outputs"] == {"value": "l"}
+        mortal.kill()
+        cluster.workers.remove(mortal)
+
+    cluster.add_worker("sweeper")  # finds the doomed run's job stalled a fifth time
+    record = api.wait_for_run(doomed, ended, timeout=30)
+    assert record["status"] == "failed", record
+    assert record["error"]["code"] == "worker_lost"
+    assert f"died {MAX_ATTEMPTS} times" in record["error"]["message"]
+    counts = cluster.counts()
+    assert counts[lasting, "a"] == counts[doomed, "a"] == 1  # recorded once, then reused
+    assert counts[lasting, "s"] == 2 * MAX_ATTEMPTS
+    assert counts[lasting, "b"] == 1
+    assert counts[doomed, "s"] == MAX_ATTEMPTS
+    assert counts[doomed, "b"] == 0
+    holds["doomed"].unlink()

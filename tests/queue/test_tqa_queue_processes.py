@@ -290,9 +290,12 @@ def test_a_conversation_whose_workers_keep_dying_ends_failed(cluster: Cluster) -
         "AND task_name = 'dagwright.converse'"
     )
     assert cluster.scalar(f"SELECT count(*) {jobs}", c=conversation_id) == 1
-    with cluster.db.begin() as conn:
+    with cluster.db.begin() as conn:  # the sweep's count (services/queue/deaths.py)
         conn.execute(
-            text(f"UPDATE procrastinate_jobs SET attempts = 4 WHERE id IN (SELECT id {jobs})"),
+            text(
+                f"INSERT INTO dagwright_job_deaths (job_id, deaths) SELECT id, 4 {jobs} "
+                "ON CONFLICT (job_id) DO UPDATE SET deaths = excluded.deaths"
+            ),
             {"c": conversation_id},
         )
     worker.kill()
@@ -301,7 +304,7 @@ def test_a_conversation_whose_workers_keep_dying_ends_failed(cluster: Cluster) -
     done = cluster.wait_for(api, conversation_id, lambda c: c["status"] != "running", 90)
     assert done["status"] == "failed", done
     assert done["error"]["code"] == "worker_lost"
-    assert "stopped 5 times" in done["error"]["message"]
+    assert "died 5 times" in done["error"]["message"]
     assert [t["agent"] for t in done["turns"]][:2] == ["User", "Planner"]  # kept
     queued = cluster.scalar(
         "SELECT count(*) FROM procrastinate_jobs WHERE args->>'conversation_id' = :c "

@@ -12,5 +12,6 @@ already use, and any number of workers, on any machine, take them (docs/deploy.m
 - durable.py: the worker side: execute a run, or resume one whose worker stopped or died,
   reusing the node results it recorded; plan, run and score an evaluation's examples;
 - worker.py: the worker's loop, its hand-over at SIGTERM, and the sweep that gives a dead
-  worker's jobs to others.
+  worker's jobs to others;
+- deaths.py: how many times a job's workers died (a hand-over is no death): what gives it up.
 """

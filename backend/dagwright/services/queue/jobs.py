@@ -38,6 +38,7 @@ from procrastinate.types import JSONValue
 from sqlalchemy import Connection, Engine, text
 from sqlalchemy.engine import make_url
 
+from dagwright.services.queue import deaths
 from dagwright.services.queue.settings import QueueConfigError
 
 TASK: Final = "dagwright.run"
@@ -74,15 +75,18 @@ def conninfo(database_url: str | None) -> str:
 
 def install_schema(engine: Engine) -> bool:
     """Create Procrastinate's tables, types and functions in the database (its search path)
-    unless they are there; True when it did. Processes starting together take turns under
-    an advisory lock, so exactly one installs it."""
+    unless they are there, True when it did; and the queue's own table of worker deaths
+    (services/queue/deaths.py) unless it is there. Processes starting together take turns
+    under an advisory lock, so exactly one installs them."""
     with engine.begin() as conn:
         conn.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": _SCHEMA_LOCK})
-        if conn.execute(text("SELECT to_regclass('procrastinate_jobs')")).scalar() is not None:
-            return False
-        # Through the driver: the schema's SQL has % signs that are not placeholders.
-        conn.connection.driver_connection.execute(SchemaManager.get_schema())  # type: ignore[union-attr]
-    return True
+        jobs = conn.execute(text("SELECT to_regclass('procrastinate_jobs')")).scalar()
+        if jobs is None:
+            # Through the driver: the schema's SQL has % signs that are not placeholders.
+            conn.connection.driver_connection.execute(SchemaManager.get_schema())  # type: ignore[union-attr]
+        # Apart: a database whose queue was installed before the table came gets it too.
+        conn.execute(text(deaths.TABLE))
+    return jobs is None
 
 
 def deferring_app(database_url: str | None) -> procrastinate.App:

@@ -16,6 +16,10 @@ goes back to "queued" with the node results it recorded (RunService.hand_over), 
 that takes its job resumes it; a cancelled chunk of an evaluation keeps the results it
 recorded, and the worker that takes it runs the rest. A worker killed outright (SIGKILL, a
 lost machine, a second SIGTERM) leaves its jobs to the sweep.
+
+Only the sweep counts a worker's death (services/queue/deaths.py): a job that lost its
+workers MAX_ATTEMPTS times is given up, however often it was handed over cleanly besides (a
+long conversation lives through any number of deploys).
 """
 
 from __future__ import annotations
@@ -30,6 +34,7 @@ from procrastinate.job_context import JobContext
 from procrastinate.jobs import Job, Status
 from procrastinate.retry import BaseRetryStrategy, RetryDecision
 
+from dagwright.services.queue.deaths import count_death, deaths_of
 from dagwright.services.queue.durable import SUPERSEDED, DurableRunner
 from dagwright.services.queue.jobs import (
     CONVERSATION_TASK,
@@ -49,7 +54,7 @@ log = logging.getLogger(__name__)
 
 # A run, evaluation or conversation whose workers died this many times while running one of
 # its jobs (a run that kills its worker, say by exhausting its memory) fails instead of being
-# given to yet another worker.
+# given to yet another worker. Hand-overs at SIGTERM are no deaths: they do not count.
 MAX_ATTEMPTS: Final = 5
 EVALUATION_TASKS: Final = (EVALUATION_TASK, EXAMPLES_TASK, FINISH_TASK)
 # Jobs whose worker died MAX_ATTEMPTS times end their work failed rather than go back again.
@@ -82,6 +87,8 @@ def worker_app(
     ) -> str:
         job = context.job
         assert job.id is not None  # a fetched job has its id
+        # Procrastinate counts every return to the queue, hand-overs too: 0 when no worker
+        # took the job before, so nothing of the run is recorded (a handed-over run resumes).
         return await runner.execute(
             run_id, job.id, inputs, deadline, first_attempt=job.attempts == 0
         )
@@ -157,18 +164,29 @@ async def resume_stalled(
     app: procrastinate.App, runner: DurableRunner, stalled_after: float
 ) -> int:
     """Put back in the queue the jobs (runs, evaluations) of workers silent for
-    `stalled_after` seconds; returns how many."""
+    `stalled_after` seconds, or give up those whose workers died MAX_ATTEMPTS times; returns
+    how many went back."""
     manager = app.job_manager
-    stalled = await manager.get_stalled_jobs(queue=QUEUE, seconds_since_heartbeat=stalled_after)
+    stalled = list(
+        await manager.get_stalled_jobs(queue=QUEUE, seconds_since_heartbeat=stalled_after)
+    )
+    job_ids = [job.id for job in stalled if job.id is not None]
+    if not job_ids:
+        return 0
+    died = await deaths_of(app.connector, job_ids)
     resumed = 0
     for job in stalled:
+        assert job.id is not None  # a stored job has its id
         try:
-            if job.attempts + 1 >= MAX_ATTEMPTS and job.task_name in GIVEN_UP_TASKS:
+            if died.get(job.id, 0) + 1 >= MAX_ATTEMPTS and job.task_name in GIVEN_UP_TASKS:
                 await _give_up(app, runner, job)
                 continue
             await manager.retry_job(job)
         except ConnectorException:  # another worker's sweep took it first
             continue
+        # Counted once back in the queue: of two sweeps that found it, only the one whose
+        # retry took it counts (a sweep stopped in between misses one death, no more).
+        await count_death(app.connector, job.id)
         resumed += 1
         log.warning("job %s of a dead worker is back in the queue", job.id)
     return resumed
@@ -177,13 +195,13 @@ async def resume_stalled(
 async def _give_up(app: procrastinate.App, runner: DurableRunner, job: Job) -> None:
     await app.job_manager.finish_job(job, status=Status.FAILED, delete_job=False)
     if job.task_name in EVALUATION_TASKS:
-        message = f"the worker running a job of it stopped {MAX_ATTEMPTS} times"
+        message = f"the worker running a job of it died {MAX_ATTEMPTS} times"
         await runner.fail_evaluation(str(job.task_kwargs["evaluation_id"]), "worker_lost", message)
         return
     if job.task_name == CONVERSATION_TASK:
-        message = f"the worker running it stopped {MAX_ATTEMPTS} times"
+        message = f"the worker running it died {MAX_ATTEMPTS} times"
         conversation_id = str(job.task_kwargs["conversation_id"])
         await runner.fail_conversation(conversation_id, "worker_lost", message)
         return
-    message = f"its worker stopped {MAX_ATTEMPTS} times while running it"
+    message = f"its worker died {MAX_ATTEMPTS} times while running it"
     await runner.runs.close_queued(str(job.task_kwargs["run_id"]), "failed", "worker_lost", message)
