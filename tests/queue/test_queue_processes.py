@@ -332,7 +332,8 @@ def test_an_evaluation_spreads_over_the_workers_and_survives_a_killed_one(
         seen.append(state["done"])
         if state["status"] == "running":  # progress from the stored results, any worker's
             assert state["progress"]["total"] == examples
-            assert state["progress"]["done"] == state["done"]
+            # Read after `done` (GET reads one, then the other): results may land between.
+            assert state["done"] <= state["progress"]["done"] <= examples
             assert state["progress"]["errors"] == 0
         on = replica_names(cluster, eval_runs)
         return len(on) == 2 and 0 < state["done"] < examples
