@@ -8,17 +8,13 @@ from pathlib import Path
 import pytest
 
 from dagwright.settings import Settings, SettingsError, load_settings
+from support.settings import clean_settings_environment
 
 
 @pytest.fixture
 def clean(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     """A working directory without ./dagwright.toml and an environment without settings."""
-    import os
-
-    for name in list(os.environ):
-        if name.startswith("DAGWRIGHT_") or name.startswith("OPENAI_") or name.startswith("OTEL_"):
-            monkeypatch.delenv(name)
-    monkeypatch.chdir(tmp_path)
+    clean_settings_environment(monkeypatch, tmp_path)
     return tmp_path
 
 

@@ -85,7 +85,6 @@ class Composition:
         record: Path | None = None,
         replay: Path | None = None,
         replica: str | None = None,
-        invoke_depth: int = INVOKE_DEPTH,
     ) -> None:
         self.settings = settings
         self.kind = kind
@@ -93,7 +92,6 @@ class Composition:
         self._record = record
         self._replay = replay
         self._replica = replica or settings.replica
-        self._invoke_depth = invoke_depth
         self._lock = threading.RLock()
         self._built: dict[str, object] = {}
         self._given: dict[str, object] = {}  # the argument each service was built with
@@ -478,7 +476,7 @@ class Composition:
         def build() -> InProcessInvoker:
             from dagwright.services.invoke import InProcessInvoker
 
-            return InProcessInvoker(self.apps(), self.runs(), self._invoke_depth)
+            return InProcessInvoker(self.apps(), self.runs(), INVOKE_DEPTH)
 
         return self._once("app_invoker", build)
 

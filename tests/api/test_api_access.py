@@ -12,8 +12,10 @@ from typing import Any
 import httpx
 import pytest
 
-from dagwright.api.settings import ServerConfigError, ServerSettings
+from dagwright.api.settings import ServerConfigError, admin_required, check, server_settings
+from dagwright.settings import Settings
 from support.server import Api, LiveServer, error_of, example, key_headers, live_server, slow_flow
+from support.settings import clean_settings_environment
 
 ADMIN = "admin-secret"
 
@@ -179,15 +181,37 @@ def test_oversized_body_is_413(admin: Api) -> None:
     assert small.status_code == 201
 
 
-def test_settings_refuse_an_open_editor_api_beyond_loopback(tmp_path: Path) -> None:
+def test_settings_refuse_an_open_editor_api_beyond_loopback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clean_settings_environment(monkeypatch, tmp_path)
     with pytest.raises(ServerConfigError, match="DAGWRIGHT_ADMIN_TOKEN"):
-        ServerSettings(host="0.0.0.0", admin_token=None, data_dir=tmp_path).check()
+        check(Settings(host="0.0.0.0", admin_token=None, data_dir=tmp_path))
     with pytest.raises(ServerConfigError, match="DAGWRIGHT_RATE_LIMIT"):
-        ServerSettings(rate_limit=0, data_dir=tmp_path).check()
-    open_wide = ServerSettings(host="0.0.0.0", admin_token="t", data_dir=tmp_path)
-    open_wide.check()
-    assert open_wide.admin_required
-    loopback = ServerSettings(host="127.0.0.1", data_dir=tmp_path)
-    loopback.check()
-    assert not loopback.admin_required
-    assert ServerSettings(host="::1", admin_token=ADMIN, data_dir=tmp_path).admin_required
+        check(Settings(rate_limit=0, data_dir=tmp_path))
+    open_wide = Settings(host="0.0.0.0", admin_token="t", data_dir=tmp_path)
+    check(open_wide)
+    assert admin_required(open_wide)
+    loopback = Settings(host="127.0.0.1", data_dir=tmp_path)
+    check(loopback)
+    assert not admin_required(loopback)
+    assert admin_required(Settings(host="::1", admin_token=ADMIN, data_dir=tmp_path))
+
+
+def test_serve_options_go_over_the_process_settings(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clean_settings_environment(monkeypatch, tmp_path)
+    monkeypatch.setenv("DAGWRIGHT_PORT", "9100")
+    monkeypatch.setenv("DAGWRIGHT_RATE_LIMIT", "7")
+    (tmp_path / "dagwright.toml").write_text('admin_token = "from-file"\n')
+    assert server_settings().port == 9100
+    served = server_settings(host="0.0.0.0", port=9200)
+    assert (served.host, served.port) == ("0.0.0.0", 9200)
+    # Everything else is the process's, read once: the environment's and the file's.
+    assert (served.rate_limit, served.admin_token) == (7.0, "from-file")
+    assert served.settings_file == Path("dagwright.toml")
+    assert admin_required(served)
+    (tmp_path / "dagwright.toml").unlink()
+    with pytest.raises(ServerConfigError, match="DAGWRIGHT_ADMIN_TOKEN"):
+        server_settings(host="0.0.0.0")

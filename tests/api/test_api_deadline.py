@@ -7,12 +7,14 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
 
-from dagwright.api.settings import ServerConfigError, ServerSettings
+from dagwright.api.settings import ServerConfigError, server_settings
 from support.server import Api, LiveServer, error_of, live_server, slow_flow, sse_events
+from support.settings import clean_settings_environment
 
 SLOW_S = 30.0  # the node's own wait: far past every deadline below
 
@@ -126,15 +128,18 @@ def test_an_app_is_created_with_its_deadline(api: Api) -> None:
 
 @pytest.mark.parametrize("value", ["0", "-5", "nan", "inf"])
 def test_the_server_default_from_the_environment_is_checked(
-    monkeypatch: pytest.MonkeyPatch, value: str
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, value: str
 ) -> None:
+    clean_settings_environment(monkeypatch, tmp_path)
     monkeypatch.setenv("DAGWRIGHT_RUN_TIMEOUT", value)
     with pytest.raises(ServerConfigError, match="DAGWRIGHT_RUN_TIMEOUT"):
-        ServerSettings.from_env()
+        server_settings()
 
 
-def test_the_server_default_is_read_from_the_environment(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.delenv("DAGWRIGHT_RUN_TIMEOUT", raising=False)
-    assert ServerSettings.from_env().run_timeout == 300.0
+def test_the_server_default_is_read_from_the_environment(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    clean_settings_environment(monkeypatch, tmp_path)
+    assert server_settings().run_timeout == 300.0
     monkeypatch.setenv("DAGWRIGHT_RUN_TIMEOUT", "12.5")
-    assert ServerSettings.from_env().run_timeout == 12.5
+    assert server_settings().run_timeout == 12.5

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from dagwright.composition import INVOKE_DEPTH
 from support.server import (
     Api,
     LiveServer,
@@ -357,7 +358,7 @@ def test_invoke_records_the_child_run(api: Api) -> None:
     assert api.get_run(child["id"])["nodes"][1]["output"] == "Hello, Ann!"
 
 
-def test_an_app_invoking_itself_stops_at_the_depth_limit(api: Api, server: LiveServer) -> None:
+def test_an_app_invoking_itself_stops_at_the_depth_limit(api: Api) -> None:
     looping = flow(
         [
             node("name", "text_input", name="name"),
@@ -370,7 +371,7 @@ def test_an_app_invoking_itself_stops_at_the_depth_limit(api: Api, server: LiveS
     started = time.monotonic()
     result = api.run("ouroboros", key, {"name": "Ann"}).json()
     assert time.monotonic() - started < 10
-    depth = server.settings.invoke_depth
+    depth = INVOKE_DEPTH
     assert result["status"] == "failed"
     assert result["error"]["code"] == "invoke_failed"
     assert result["error"]["node"] == "again"

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import httpx
 
-from dagwright.api.settings import ServerSettings
 from support.probe import health_probe
 from support.server import (
     Api,
@@ -23,6 +22,7 @@ from support.server import (
     edge,
     flow,
     key_headers,
+    live_settings,
     node,
     serve_in_thread,
     server_environment,
@@ -126,7 +126,7 @@ def test_a_table_flow_called_during_start_up_imports_the_data_layer_off_the_loop
 
 def test_a_failed_start_up_answers_503_naming_the_reason(tmp_path: Path) -> None:
     url = f"postgresql+psycopg://dagwright@127.0.0.1:{closed_port()}/none"
-    settings = ServerSettings(data_dir=tmp_path, database_url=url, replica="doomed")
+    settings = live_settings(tmp_path, database_url=url, replica="doomed")
     with server_environment(), serve_in_thread(settings, ready=False) as base_url:
         for path in ("/api/v1/apps", "/api/v1/ready", "/api/v1/health"):
             response = httpx.get(f"{base_url}{path}", timeout=30.0)

@@ -12,9 +12,10 @@ from fastapi.testclient import TestClient
 
 from dagwright.api import errors
 from dagwright.api.routes.examples import router
-from dagwright.api.settings import ServerSettings
 from dagwright.embedding.embedder import Embedder
 from dagwright.embedding.service import ExampleStore, example_id
+from dagwright.settings import Settings
+from support.settings import clean_settings_environment
 
 
 class LetterEmbedder(Embedder):
@@ -35,16 +36,17 @@ class LetterEmbedder(Embedder):
 @dataclass
 class FakeServices:
     examples: ExampleStore
-    settings: ServerSettings
+    settings: Settings
 
 
 @pytest.fixture
-def client(tmp_path: Path) -> Iterator[TestClient]:
+def client(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[TestClient]:
+    clean_settings_environment(monkeypatch, tmp_path)
     store = ExampleStore.local(tmp_path / "qdrant", LetterEmbedder)
     app = FastAPI()
     errors.install(app)
     app.include_router(router)
-    app.state.services = FakeServices(store, ServerSettings(data_dir=tmp_path))
+    app.state.services = FakeServices(store, Settings(data_dir=tmp_path))
     with TestClient(app) as test_client:
         yield test_client
     store.close()
@@ -159,12 +161,15 @@ def test_errors(client: TestClient) -> None:
     assert error("GET", "/api/v1/namespaces/qa/examples?limit=0") == (422, "invalid_request")
 
 
-def test_admin_token_is_required_off_loopback(tmp_path: Path) -> None:
+def test_admin_token_is_required_off_loopback(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    clean_settings_environment(monkeypatch, tmp_path)
     store = ExampleStore.local(tmp_path / "qdrant", LetterEmbedder)
     app = FastAPI()
     errors.install(app)
     app.include_router(router)
-    settings = ServerSettings(host="0.0.0.0", data_dir=tmp_path, admin_token="secret")
+    settings = Settings(host="0.0.0.0", data_dir=tmp_path, admin_token="secret")
     app.state.services = FakeServices(store, settings)
     with TestClient(app) as test_client:
         assert test_client.get("/api/v1/namespaces").status_code == 401

@@ -9,9 +9,10 @@ A test module declares its server fixture with these helpers, e.g.
         with live_server(request.param, tmp_path_factory.mktemp("server")) as running:
             yield running
 
-The environment a server starts in is made neutral: no OPENAI_API_KEY or DAGWRIGHT_SETTINGS
-(so models are answered by dagwright's scripted model), no ./dagwright.toml (it starts in its
-data directory), and the test blocks of `server_blocks/` on DAGWRIGHT_BLOCKS_PATH.
+The environment a server's settings are read from (`live_settings`) and it runs in is made
+neutral: no OPENAI_API_KEY or DAGWRIGHT_SETTINGS (so models are answered by dagwright's
+scripted model), no ./dagwright.toml but its data directory's, and the test blocks of
+`server_blocks/` on DAGWRIGHT_BLOCKS_PATH.
 """
 
 from __future__ import annotations
@@ -39,7 +40,7 @@ from sqlalchemy import create_engine, text
 from sqlalchemy.pool import NullPool
 
 from dagwright.api.app import create_app
-from dagwright.api.settings import ServerSettings
+from dagwright.settings import Settings, load_settings
 from support.database import POSTGRES_URL, postgres_problem
 
 BLOCKS_DIR = Path(__file__).resolve().parent / "server_blocks"
@@ -321,7 +322,7 @@ def slow_flow(seconds: float, input_name: str = "value") -> dict[str, Any]:
 class LiveServer:
     """A server running in a thread of this process, and an admin client of it."""
 
-    settings: ServerSettings
+    settings: Settings
     base_url: str
     api: Api
 
@@ -337,8 +338,21 @@ def free_port() -> int:
         return port
 
 
+def live_settings(data_dir: Path, **values: Any) -> Settings:
+    """The settings of a test server: `values` over those of the test's environment, made
+    neutral (`server_environment`), and of `data_dir`'s dagwright.toml (a test that wants a
+    settings file writes it there; the checkout's is not read)."""
+    cwd = os.getcwd()
+    os.chdir(data_dir)
+    try:
+        with server_environment():
+            return load_settings(data_dir=data_dir, **values)
+    finally:
+        os.chdir(cwd)
+
+
 @contextmanager
-def serve_in_thread(settings: ServerSettings, *, ready: bool = True) -> Iterator[str]:
+def serve_in_thread(settings: Settings, *, ready: bool = True) -> Iterator[str]:
     """uvicorn running `create_app(settings)` in a thread; yields its base URL once it
     listens and (`ready`) its start-up is done (GET /api/v1/ready, api/startup.py)."""
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
@@ -358,7 +372,8 @@ def serve_in_thread(settings: ServerSettings, *, ready: bool = True) -> Iterator
             failure.append(exc)
 
     thread = threading.Thread(target=main, name="dagwright-test-server", daemon=True)
-    # The lifespan reads ./dagwright.toml: start where there is none.
+    # Start-up in the data directory, as a `dagwright serve` child process starts
+    # (ChildProcess): what it may resolve against the working directory is the test's.
     cwd = os.getcwd()
     os.chdir(settings.data_dir)
     try:
@@ -370,7 +385,7 @@ def serve_in_thread(settings: ServerSettings, *, ready: bool = True) -> Iterator
             if time.monotonic() > deadline:
                 raise RuntimeError("the test server did not start within 20 s")
             time.sleep(0.01)
-        if ready:  # still in the data directory: start-up's thread reads the settings too
+        if ready:  # still in the data directory: start-up's thread is not done
             answer = httpx.get(f"http://127.0.0.1:{port}/api/v1/ready", timeout=60.0)
             if answer.status_code != 200:
                 server.should_exit = True
@@ -400,8 +415,8 @@ def live_server(
     """An in-process server on SQLite ("sqlite") or a fresh PostgreSQL schema ("postgresql")."""
     data_dir.mkdir(parents=True, exist_ok=True)
     with database_url_for(database) as url, server_environment():
-        config = ServerSettings(
-            data_dir=data_dir,
+        config = live_settings(
+            data_dir,
             replica=replica or f"test-{uuid.uuid4().hex[:6]}",
             database_url=url,
             admin_token=admin_token,

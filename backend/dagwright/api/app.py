@@ -22,9 +22,10 @@ from dagwright.api import errors
 from dagwright.api.boundary import RequestGuard
 from dagwright.api.fastpath import FastPath, FastPaths
 from dagwright.api.jsontext import SafeJSONResponse
-from dagwright.api.settings import ServerSettings
+from dagwright.api.settings import server_settings
 from dagwright.api.startup import HEALTH_PATH, Startup, StartupGate
 from dagwright.api.state import serving
+from dagwright.settings import Settings
 
 # The editor's production build (frontend/dist), served by the product itself.
 EDITOR_DIST = Path(__file__).resolve().parents[3] / "frontend" / "dist"
@@ -121,8 +122,10 @@ class _Routes:
         self.add(api_routers())
 
 
-def create_app(settings: ServerSettings | None = None) -> FastAPI:
-    settings = settings or ServerSettings.from_env()
+def create_app(settings: Settings | None = None) -> FastAPI:
+    """The server of these settings (a test's); else of the process's, checked
+    (api/settings.py)."""
+    settings = settings or server_settings()
     startup = Startup()
 
     @asynccontextmanager
@@ -144,10 +147,10 @@ def create_app(settings: ServerSettings | None = None) -> FastAPI:
     app.add_middleware(FastPath, paths=fast)
     app.add_middleware(StartupGate, startup=startup)
     app.add_middleware(RequestGuard, limit=settings.max_body_bytes)
-    if settings.cors_origins:
+    if settings.cors_origin_list:
         app.add_middleware(
             CORSMiddleware,
-            allow_origins=settings.cors_origins,
+            allow_origins=settings.cors_origin_list,
             allow_methods=["*"],
             allow_headers=["*"],
         )

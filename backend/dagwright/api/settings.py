@@ -1,12 +1,12 @@
-"""The server's settings: the process's (settings.py) with the `dagwright serve` options,
-checked for what a server must not start with."""
+"""The server's view of the process's settings (settings.py, the one object that reads the
+environment): what a server must not start with (`check`), whether its editor API needs the
+admin token (`admin_required`), and the settings `dagwright serve` starts with, its options
+over the process's (`server_settings`). No setting is copied here: a field added to
+`Settings` is the server's too."""
 
 from __future__ import annotations
 
 import ipaddress
-import socket
-from dataclasses import dataclass, field
-from pathlib import Path
 
 from dagwright.errors import DagwrightError
 from dagwright.settings import Settings, load_settings
@@ -25,75 +25,28 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
-@dataclass(slots=True)
-class ServerSettings:
-    host: str = "127.0.0.1"
-    port: int = 8000
-    data_dir: Path = field(default_factory=lambda: Path("data"))
-    database_url: str | None = None  # None: SQLite under data_dir
-    admin_token: str | None = None
-    cors_origins: list[str] = field(default_factory=list)
-    rate_limit: float = 100.0  # requests per second per API key (burst: 2 seconds' worth)
-    replica: str = field(default_factory=socket.gethostname)
-    max_body_bytes: int = 2 * 1024 * 1024
-    invoke_depth: int = 8
-    # The deadline of a published run, in seconds, unless its app sets its own
-    # (settings.run_timeout_s): a run still going then fails with `run_timeout`.
-    run_timeout: float = 300.0
-    # Everything else the process is configured with (model providers, data sources...);
-    # None: read when the server starts (`composed()`).
-    process: Settings | None = None
+def server_settings(host: str | None = None, port: int | None = None) -> Settings:
+    """The process's settings (environment, settings file) with these `dagwright serve`
+    options over them, checked."""
+    options = {name: value for name, value in (("host", host), ("port", port)) if value}
+    settings = load_settings().model_copy(update=options)
+    check(settings)
+    return settings
 
-    @classmethod
-    def from_env(cls, host: str | None = None, port: int | None = None) -> ServerSettings:
-        """The process's settings (environment, settings file) with these options."""
-        return cls.from_settings(load_settings(), host, port)
 
-    @classmethod
-    def from_settings(
-        cls, process: Settings, host: str | None = None, port: int | None = None
-    ) -> ServerSettings:
-        settings = cls(
-            host=host or process.host,
-            port=port or process.port,
-            data_dir=process.data_dir,
-            database_url=process.database_url,
-            admin_token=process.admin_token,
-            cors_origins=process.cors_origin_list,
-            rate_limit=process.rate_limit,
-            replica=process.replica,
-            max_body_bytes=process.max_body_bytes,
-            run_timeout=process.run_timeout,
-            process=process,
+def admin_required(settings: Settings) -> bool:
+    """The editor API is open on loopback only; beyond it, it needs the admin token."""
+    return settings.admin_token is not None or not _is_loopback(settings.host)
+
+
+def check(settings: Settings) -> None:
+    """Refuses (ServerConfigError) what a server must not start with."""
+    if not _is_loopback(settings.host) and not settings.admin_token:
+        raise ServerConfigError(
+            f"listening on {settings.host} (beyond loopback) needs DAGWRIGHT_ADMIN_TOKEN: "
+            "the editor API would otherwise be open to the network"
         )
-        settings.check()
-        return settings
-
-    def composed(self) -> Settings:
-        """The process's settings with this server's (a test's may differ from the
-        environment's): what the composition root builds the services from."""
-        process = self.process if self.process is not None else load_settings()
-        return process.model_copy(
-            update={
-                "data_dir": self.data_dir,
-                "database_url": self.database_url,
-                "replica": self.replica,
-                "run_timeout": self.run_timeout,
-            }
-        )
-
-    @property
-    def admin_required(self) -> bool:
-        """The editor API is open on loopback only; beyond it, it needs the admin token."""
-        return self.admin_token is not None or not _is_loopback(self.host)
-
-    def check(self) -> None:
-        if not _is_loopback(self.host) and not self.admin_token:
-            raise ServerConfigError(
-                f"listening on {self.host} (beyond loopback) needs DAGWRIGHT_ADMIN_TOKEN: "
-                "the editor API would otherwise be open to the network"
-            )
-        if self.rate_limit <= 0:
-            raise ServerConfigError("DAGWRIGHT_RATE_LIMIT must be a positive number")
-        if not 0 < self.run_timeout < float("inf"):
-            raise ServerConfigError("DAGWRIGHT_RUN_TIMEOUT must be a positive number of seconds")
+    if settings.rate_limit <= 0:
+        raise ServerConfigError("DAGWRIGHT_RATE_LIMIT must be a positive number")
+    if not 0 < settings.run_timeout < float("inf"):
+        raise ServerConfigError("DAGWRIGHT_RUN_TIMEOUT must be a positive number of seconds")

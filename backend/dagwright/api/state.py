@@ -12,8 +12,8 @@ from typing import TYPE_CHECKING
 from fastapi import APIRouter, FastAPI, Request
 from starlette.routing import BaseRoute
 
-from dagwright.api.settings import ServerSettings
 from dagwright.api.startup import Startup
+from dagwright.settings import Settings
 
 if TYPE_CHECKING:
     # Imported by start-up's thread (api/startup.py), not by the module: they cost most of
@@ -41,7 +41,7 @@ if TYPE_CHECKING:
 
 @dataclass(slots=True)
 class Services:
-    settings: ServerSettings
+    settings: Settings  # the process's (api/settings.py: the server's checks of them)
     registry: Registry
     engine: Engine
     apps: AppService
@@ -114,9 +114,7 @@ class _PreparedRest:
     human: HumanService
 
 
-def _prepare(
-    process: Composition, settings: ServerSettings, load_routes: Callable[[], list[APIRouter]]
-) -> _Prepared:
+def _prepare(process: Composition, load_routes: Callable[[], list[APIRouter]]) -> _Prepared:
     """Start-up's thread, its first stage (api/startup.py): the core's route modules and the
     blocking builds its routes need (the database and its migrations, the registry, the
     gateway, the apps, runs and keys). The rest is the second stage's (`_prepare_rest`)."""
@@ -133,7 +131,7 @@ def _prepare(
     runs = process.runs(recover_interrupted=True)
     keys = KeyService(engine)
     services = Services(
-        settings=settings,
+        settings=process.settings,
         registry=process.palette(),
         engine=engine,
         apps=apps,
@@ -141,7 +139,7 @@ def _prepare(
         secrets=process.secret_store(),
         runs=runs,
         gateway=process.gateway(),
-        limiter=RateLimiter(settings.rate_limit),
+        limiter=RateLimiter(process.settings.rate_limit),
         endpoints=EndpointResolver(apps, keys),
         mcp_stdio=process.mcp_stdio(),
         queue=process.run_queue(),  # None unless queue mode (docs/deploy.md)
@@ -194,7 +192,7 @@ def _tune_garbage_collector() -> None:
 @asynccontextmanager
 async def serving(
     app: FastAPI,
-    settings: ServerSettings,
+    settings: Settings,
     startup: Startup,
     install_routes: Callable[[list[APIRouter]], list[BaseRoute]],
     load_core: Callable[[], list[APIRouter]],
@@ -208,11 +206,9 @@ async def serving(
     async with AsyncExitStack() as stack:
 
         async def build() -> None:
-            process = Composition(
-                settings.composed(), replica=settings.replica, invoke_depth=settings.invoke_depth
-            )
+            process = Composition(settings)
             stack.push_async_callback(process.aclose)  # last (callbacks run LIFO)
-            prepared = await asyncio.to_thread(_prepare, process, settings, load_core)
+            prepared = await asyncio.to_thread(_prepare, process, load_core)
             # Started in the thread, the writer is open; on the loop it also starts its
             # poller (cancel requests, recovery of the runs of dead processes).
             services = prepared.services

@@ -36,13 +36,13 @@ def serve(
         gc.disable()
     import uvicorn
 
-    from dagwright.api.settings import ServerSettings
+    from dagwright.api.settings import server_settings
 
     if data_dir is not None:
         # The environment carries it to the server processes uvicorn starts.
         os.environ["DAGWRIGHT_DATA_DIR"] = str(data_dir)
     try:
-        settings = ServerSettings.from_env(host=host, port=port)
+        settings = server_settings(host=host, port=port)
     except DagwrightError as exc:
         typer.echo(f"error: {exc.message}", err=True)
         raise typer.Exit(2) from None

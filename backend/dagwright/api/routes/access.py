@@ -7,13 +7,14 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from dagwright.api.auth import bearer_token, check_admin
+from dagwright.api.settings import admin_required
 from dagwright.api.state import Services, services
 from dagwright.errors import AuthError, ForbiddenError
 from dagwright.store.models import App
 
 
 async def require_admin(request: Request, s: Annotated[Services, Depends(services)]) -> None:
-    check_admin(request, s.settings.admin_token, s.settings.admin_required)
+    check_admin(request, s.settings.admin_token, admin_required(s.settings))
 
 
 Admin = Depends(require_admin)
@@ -44,7 +45,7 @@ async def app_for_key(request: Request, s: Services, app_ref: str) -> App:
 async def may_read_app(request: Request, s: Services, app_id: str | None) -> None:
     """Admins may read every run; an app's API key may read that app's runs."""
     try:
-        check_admin(request, s.settings.admin_token, s.settings.admin_required)
+        check_admin(request, s.settings.admin_token, admin_required(s.settings))
         return
     except AuthError:
         token = bearer_token(request)

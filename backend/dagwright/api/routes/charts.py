@@ -9,6 +9,7 @@ from fastapi import APIRouter, Depends, Request, Response
 from pydantic import BaseModel, Field
 
 from dagwright.api.auth import bearer_token, check_admin
+from dagwright.api.settings import admin_required
 from dagwright.api.state import Services, services
 from dagwright.charts import render
 from dagwright.errors import AuthError
@@ -28,7 +29,7 @@ async def _may_render(request: Request, s: Services) -> None:
     """The admin token, or any app's API key (rate-limited like its calls): a published
     caller renders the charts its app returned."""
     try:
-        check_admin(request, s.settings.admin_token, s.settings.admin_required)
+        check_admin(request, s.settings.admin_token, admin_required(s.settings))
         return
     except AuthError:
         token = bearer_token(request)
