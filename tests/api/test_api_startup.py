@@ -11,6 +11,7 @@ import socket
 import subprocess
 import sys
 import threading
+import time
 from pathlib import Path
 
 import httpx
@@ -150,3 +151,39 @@ def test_serve_stops_when_its_start_up_fails(tmp_path: Path) -> None:
     )
     assert done.returncode != 0
     assert "dagwright failed to start" in done.stderr
+
+
+def test_serve_options_reach_the_server_processes(tmp_path: Path) -> None:
+    """`--host` and `--port` go over the environment's in the processes uvicorn starts too:
+    with DAGWRIGHT_HOST=0.0.0.0 and no admin token, `--host 127.0.0.1` is a loopback server
+    that starts (the processes used to read 0.0.0.0 again and refuse to start)."""
+    port = closed_port()
+    env = subprocess_environment(
+        DAGWRIGHT_DATA_DIR=str(tmp_path), DAGWRIGHT_HOST="0.0.0.0", DAGWRIGHT_PORT="9"
+    )
+    env.pop("DAGWRIGHT_ADMIN_TOKEN", None)
+    server = subprocess.Popen(
+        [sys.executable, "-m", "dagwright", "serve", "--host", "127.0.0.1", "--port", str(port)],
+        env=env,
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            assert server.poll() is None, server.communicate()[1]
+            try:
+                answer = httpx.get(f"http://127.0.0.1:{port}/api/v1/ready", timeout=5)
+                if answer.status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            assert time.monotonic() < deadline, "the server did not get ready"
+            time.sleep(0.2)
+        # The editor API is open on loopback without a token: the server read 127.0.0.1.
+        assert httpx.get(f"http://127.0.0.1:{port}/api/v1/apps", timeout=10).status_code == 200
+    finally:
+        server.terminate()
+        server.wait(timeout=30)

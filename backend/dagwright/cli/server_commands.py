@@ -38,9 +38,14 @@ def serve(
 
     from dagwright.api.settings import server_settings
 
+    # The environment carries the options to the server processes uvicorn starts, which
+    # read their settings again: they must see what this process checked.
     if data_dir is not None:
-        # The environment carries it to the server processes uvicorn starts.
         os.environ["DAGWRIGHT_DATA_DIR"] = str(data_dir)
+    if host:
+        os.environ["DAGWRIGHT_HOST"] = host
+    if port:
+        os.environ["DAGWRIGHT_PORT"] = str(port)
     try:
         settings = server_settings(host=host, port=port)
     except DagwrightError as exc:
