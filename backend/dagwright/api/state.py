@@ -224,6 +224,9 @@ async def serving(
             app.state.triggers = rest.triggers
             app.state.human = rest.human
             services.later = rest.later
+            # Background conversations of server processes that died: resumed here (its
+            # close, tqa.close, is the composition's).
+            rest.later.tqa.start_recovery()
             install_routes(rest.routers)
 
         async def prepare() -> None:

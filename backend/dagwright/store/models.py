@@ -22,6 +22,7 @@ from sqlalchemy import (
     Column,
     ForeignKey,
     Index,
+    Integer,
     String,
     Text,
     UniqueConstraint,
@@ -190,8 +191,9 @@ class TqaConversation(SQLModel, table=True):
     __tablename__ = "tqa_conversations"
     __table_args__ = (
         Index("ix_tqa_conversations_created", "created_at"),
-        # Counting the running ones (the conversation limit, tqa/admission.py) and listing
-        # those of one status, newest first.
+        # Counting the running ones (the conversation limit, tqa/admission.py), listing
+        # those of one status, newest first, and the sweep's look for running ones of dead
+        # server processes (tqa/recovery.py).
         Index("ix_tqa_conversations_status", "status", "created_at"),
     )
 
@@ -221,6 +223,13 @@ class TqaConversation(SQLModel, table=True):
     # The token of the process running it: the latest to take it up. Turns are written only
     # under it, so a worker taken for dead that still runs stops at its next turn.
     runner: str | None = Field(default=None, max_length=32)
+    # The replica lease of the server process running it in-process (embedded mode): when
+    # that lease is missing or stale, another server resumes it (tqa/recovery.py). None when
+    # a queue worker runs it, for a foreground conversation, or one recorded before 0019.
+    replica: str | None = Field(default=None, max_length=32)
+    # How many server processes took it up in-process since it last started or went on
+    # after an approval: one whose processes keep dying ends failed (`server_lost`).
+    attempts: int = Field(default=0, sa_column=Column(Integer, nullable=False, server_default="0"))
 
 
 class TqaTurn(SQLModel, table=True):

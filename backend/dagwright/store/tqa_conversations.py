@@ -9,7 +9,7 @@ from sqlalchemy import func, update
 from sqlmodel import Session, col, select
 
 from dagwright.errors import NotFoundError
-from dagwright.store.models import TqaConversation, TqaTurn
+from dagwright.store.models import Replica, TqaConversation, TqaTurn
 from dagwright.store.paging import Page, Window, fetch_page
 
 
@@ -48,16 +48,59 @@ class ConversationRepository:
         )
         return bool(done.rowcount == 1)
 
-    def claim(self, conversation_id: str, from_status: str) -> bool:
-        """A conditional update from `from_status` to running: True for the one caller whose
-        update changed the row."""
+    def claim(self, conversation_id: str, from_status: str, replica: str | None = None) -> bool:
+        """A conditional update from `from_status` to running, run by the server process of
+        lease `replica` (None: a queue worker): True for the one caller whose update changed
+        the row."""
         done = self._db.exec(
             update(TqaConversation)
             .where(
                 col(TqaConversation.id) == conversation_id,
                 col(TqaConversation.status) == from_status,
             )
-            .values(status="running")
+            .values(status="running", replica=replica, attempts=0 if replica is None else 1)
+        )
+        return bool(done.rowcount == 1)
+
+    def orphaned(self, lease: str, cutoff: datetime) -> list[tuple[str, str, int]]:
+        """(id, replica, attempts) of the running conversations of server processes whose
+        lease is missing or was not refreshed since `cutoff`; never those of `lease`. One
+        statement, whose subquery sees the leases as of the same moment as the
+        conversations: a lease is committed before any conversation names it."""
+        live = select(Replica.id).where(col(Replica.heartbeat_at) > cutoff)
+        query = select(TqaConversation.id, TqaConversation.replica, TqaConversation.attempts).where(
+            col(TqaConversation.status) == "running",
+            col(TqaConversation.replica).is_not(None),
+            col(TqaConversation.replica) != lease,
+            col(TqaConversation.replica).not_in(live),
+        )
+        return [(row[0], str(row[1]), row[2]) for row in self._db.exec(query).all()]
+
+    def take_over(self, conversation_id: str, dead: str, replica: str | None) -> bool:
+        """A conditional update of a running conversation of lease `dead` to lease `replica`
+        (None: a queue worker's), one more attempt: True for the one caller it changed."""
+        done = self._db.exec(
+            update(TqaConversation)
+            .where(
+                col(TqaConversation.id) == conversation_id,
+                col(TqaConversation.status) == "running",
+                col(TqaConversation.replica) == dead,
+            )
+            .values(replica=replica, attempts=col(TqaConversation.attempts) + 1)
+        )
+        return bool(done.rowcount == 1)
+
+    def give_up(self, conversation_id: str, dead: str, error: dict[str, str], at: datetime) -> bool:
+        """Ends failed with `error` a running conversation still of lease `dead` (a
+        conditional update: False when another took it over or it ended)."""
+        done = self._db.exec(
+            update(TqaConversation)
+            .where(
+                col(TqaConversation.id) == conversation_id,
+                col(TqaConversation.status) == "running",
+                col(TqaConversation.replica) == dead,
+            )
+            .values(status="failed", error=error, finished_at=at)
         )
         return bool(done.rowcount == 1)
 

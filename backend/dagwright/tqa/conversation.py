@@ -206,6 +206,10 @@ class Conversation:
     knowledge: Knowledge = field(default_factory=Knowledge)
     # This process's token as its runner (tqa/recording.py): the latest to take it up.
     runner: str | None = None
+    # The replica lease of the server process running it in-process (embedded mode): when
+    # that process dies, another server resumes it (tqa/recovery.py). None: a queue
+    # worker's, or a foreground conversation.
+    replica: str | None = None
     # Run by a queue worker, which hands it over when it stops (another resumes it): a
     # cancellation then ends it only when a cancel was requested (tqa/durable.py).
     handed_over_on_stop: bool = False

@@ -179,11 +179,14 @@ class Orchestrator:
         request: AskRequest,
         conversation_id: str | None = None,
         defer: Deferral | None = None,
+        replica: str | None = None,
     ) -> Conversation:
         """A new conversation with its knowledge, recorded (without turns) before anything
-        runs; `defer` queues its job in the transaction that records it (queue mode)."""
+        runs; `defer` queues its job in the transaction that records it (queue mode);
+        `replica`: the lease of the server process that runs it in the background."""
         conversation = Conversation(conversation_id or uuid.uuid4().hex, request, _now())
         conversation.runner = uuid.uuid4().hex
+        conversation.replica = replica
         conversation.knowledge = await self.knowledge.gather(request)
         if self._store is not None:
             await self._persist(self._store.create, conversation, defer)

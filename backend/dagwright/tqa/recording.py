@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
 from pydantic_core import to_jsonable_python
@@ -97,6 +98,8 @@ class ConversationStore:
             request=request.model_dump(mode="json"),
             knowledge=_json(dataclasses.asdict(conversation.knowledge)),
             runner=conversation.runner,
+            replica=conversation.replica,
+            attempts=0 if conversation.replica is None else 1,
         )
         with session(self._engine) as db:
             ConversationRepository(db).add(row)
@@ -159,17 +162,54 @@ class ConversationStore:
             db.commit()
             return failed
 
-    def claim(self, conversation_id: str, from_status: str, defer: Deferral | None = None) -> bool:
+    def claim(
+        self,
+        conversation_id: str,
+        from_status: str,
+        defer: Deferral | None = None,
+        replica: str | None = None,
+    ) -> bool:
         """Moves the conversation from `from_status` to running (the one caller it succeeds
-        for goes on with it), queueing its job in the same transaction; False when it was
-        not in `from_status`."""
+        for goes on with it), queueing its job in the same transaction, or run by the server
+        process of lease `replica`; False when it was not in `from_status`."""
         with session(self._engine) as db:
-            if not ConversationRepository(db).claim(conversation_id, from_status):
+            if not ConversationRepository(db).claim(conversation_id, from_status, replica):
                 return False
             if defer is not None:
                 defer(db.connection())
             db.commit()
             return True
+
+    def orphaned(self, lease: str, stale_after: float) -> list[tuple[str, str, int]]:
+        """(id, replica, attempts) of the conversations left running by server processes
+        whose lease is missing or `stale_after` seconds old (never `lease`'s)."""
+        cutoff = utcnow() - timedelta(seconds=stale_after)
+        with session(self._engine) as db:
+            return ConversationRepository(db).orphaned(lease, cutoff)
+
+    def take_over(
+        self, conversation_id: str, dead: str, replica: str | None, defer: Deferral | None = None
+    ) -> bool:
+        """Takes the conversation of dead lease `dead` up for the server process of lease
+        `replica`, or queues its job in the same transaction (`defer`, queue mode); False
+        when another process took it first or it ended."""
+        with session(self._engine) as db:
+            if not ConversationRepository(db).take_over(conversation_id, dead, replica):
+                return False
+            if defer is not None:
+                defer(db.connection())
+            db.commit()
+            return True
+
+    def give_up(self, conversation_id: str, dead: str, code: str, message: str) -> bool:
+        """Ends failed with why a conversation still of dead lease `dead` (its turns kept);
+        False when another process took it up or it ended."""
+        with session(self._engine) as db:
+            failed = ConversationRepository(db).give_up(
+                conversation_id, dead, {"code": code, "message": message}, utcnow()
+            )
+            db.commit()
+            return failed
 
     def add_turn(self, conversation: Conversation, turn: Turn) -> None:
         """Records the turn, if this process still runs the conversation (else

@@ -1,8 +1,10 @@
 """The AutoTQA service: the orchestrator wired to this process's apps, runs, data, TQA
 profiles, hints, examples and tools; conversations run in the foreground (sync, streamed) or
 in the background (polled): in this process (the embedded default), or, in queue mode, as a
-job a `dagwright worker` runs and resumes (tqa/durable.py). The AutoTQA apps are published
-lazily, on the first question (or by `dagwright tqa publish`)."""
+job a `dagwright worker` runs and resumes (tqa/durable.py). A background conversation of this
+process names its replica lease: if the process dies, another server (or this one restarted)
+resumes it (tqa/recovery.py). The AutoTQA apps are published lazily, on the first question
+(or by `dagwright tqa publish`)."""
 
 from __future__ import annotations
 
@@ -22,6 +24,7 @@ from dagwright.tqa.orchestrator import Orchestrator, TurnCallback
 from dagwright.tqa.profiles import Profile, ProfileError, ProfileStore, check_settings
 from dagwright.tqa.publish import publish_agents
 from dagwright.tqa.recording import ConversationStore, Deferral
+from dagwright.tqa.recovery import ConversationRecovery
 from dagwright.tqa.tools import Tool, ToolRegistry
 
 if TYPE_CHECKING:
@@ -69,7 +72,16 @@ class TqaService:
             approvals=self.approvals,
         )
         self.runner = ConversationRunner(self.orchestrator, self.conversations)
+        self._runs = runs
         self._queue = queue
+        # Started by a server (`start_recovery`): the conversations of dead server processes.
+        self.recovery = ConversationRecovery(
+            self.conversations,
+            lambda: runs.lease_id,
+            runs.stale_after,
+            self._resume,
+            None if queue is None else queue.conversation_job,
+        )
         self._published = False
         self._publish_lock = asyncio.Lock()
         self._background: set[asyncio.Task[str]] = set()
@@ -146,25 +158,46 @@ class TqaService:
             job = self._queue.conversation_job(conversation_id)
             await self.orchestrator.begin(request, conversation_id, defer=job)
             return conversation_id
-        conversation = await self.orchestrator.begin(request)
+        # Recorded under this process's lease: if it dies, another server resumes it.
+        conversation = await self.orchestrator.begin(request, replica=self._runs.lease_id)
         self._start(conversation.id)
         return conversation.id
 
     def _start(self, conversation_id: str) -> None:
-        task = asyncio.create_task(self.runner.run(conversation_id))
+        # Handed over when this process stops (left running under its lease, which it
+        # releases): another server, or this one restarted, resumes it.
+        task = asyncio.create_task(self.runner.run(conversation_id, hand_over=True))
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+
+    async def _resume(self, conversation_id: str) -> None:
+        """A conversation of a dead server process, taken up by this one."""
+        await self.ensure_published()
+        self._start(conversation_id)
+
+    def start_recovery(self) -> None:
+        """Resume, now and every `stale_after` seconds, the background conversations of
+        server processes that stopped (tqa/recovery.py). A server's, on its event loop."""
+        self.recovery.start()
 
     async def go_on(self, conversation_id: str) -> bool:
         """Continue a waiting conversation (its approval was answered), if this caller is
         the one that claims it (waiting -> running): its job in queue mode (written in the
         claim's transaction), else a task of this process. False when another did. Never
         refused by the conversation limit: it exists already, and a person let it go on."""
-        job = None if self._queue is None else self._queue.conversation_job(conversation_id)
-        claimed = await asyncio.to_thread(self.conversations.claim, conversation_id, "waiting", job)
+        job, replica = self._job_or_lease(conversation_id)
+        claimed = await asyncio.to_thread(
+            self.conversations.claim, conversation_id, "waiting", job, replica
+        )
         if claimed and self._queue is None:
             self._start(conversation_id)
         return claimed
+
+    def _job_or_lease(self, conversation_id: str) -> tuple[Deferral | None, str | None]:
+        """Who runs a conversation that goes on: its job (queue mode), or this process."""
+        if self._queue is not None:
+            return self._queue.conversation_job(conversation_id), None
+        return None, self._runs.lease_id
 
     async def cancel(self, conversation_id: str) -> str:
         """Asks whichever process runs the conversation to cancel it (seen within a second,
@@ -172,7 +205,7 @@ class TqaService:
         ended here and its request closed. Returns its status when asked (NotFoundError)."""
         status = await asyncio.to_thread(self.conversations.request_cancel, conversation_id)
         if status == "waiting" and await asyncio.to_thread(
-            self.conversations.claim, conversation_id, "waiting"
+            self.conversations.claim, conversation_id, "waiting", None, self._runs.lease_id
         ):
             await asyncio.to_thread(self.approvals.close, conversation_id)
             await self.runner.run(conversation_id)  # sees the cancel: recorded as cancelled
@@ -183,6 +216,9 @@ class TqaService:
         return conversation.to_dict()
 
     async def close(self) -> None:
+        """Stops the recovery, then hands this process's background conversations over
+        (left running for another server to resume)."""
+        await self.recovery.close()
         for task in list(self._background):
             task.cancel()
         if self._background:

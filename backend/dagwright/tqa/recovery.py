@@ -1,0 +1,108 @@
+"""Background conversations of server processes that died (the embedded default, no queue).
+
+A conversation a server runs in-process names that process's replica lease (`replica`, see
+services/runs/replicas.py). Every server process looks, at start-up and then every
+`stale_after` seconds, for running conversations whose lease is missing or stale: their
+process died (SIGKILL, OOM, power) or froze past the limit. It takes each one up with a
+conditional update (from the dead lease to its own: one process wins) and resumes it with
+its own ConversationRunner after the recorded turns (tqa/durable.py): loading it gives it a
+new runner token, so a process that was only frozen stops at its next write. In queue mode
+the one taking it up queues its job instead, in the same transaction.
+
+Bounded as a queue job is: a conversation that MAX_ATTEMPTS server processes took up and
+that died each time ends failed (`server_lost`), its recorded turns kept. A conversation
+waiting for an approval is not running (no process holds it): it is never touched."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Final
+
+from dagwright.tqa.recording import ConversationStore, Deferral
+
+log = logging.getLogger(__name__)
+
+MAX_ATTEMPTS: Final = 5  # as many as a queue job's (services/queue/worker.py)
+SERVER_LOST: Final = "server_lost"
+
+Resume = Callable[[str], Awaitable[None]]
+
+
+class ConversationRecovery:
+    """The sweep of one server process. `lease` is its replica lease's id (read when the
+    sweep runs: the run service takes it at start-up); `resume` runs a conversation taken up
+    in this process; `job`, in queue mode, the deferral of a conversation's job."""
+
+    def __init__(
+        self,
+        store: ConversationStore,
+        lease: Callable[[], str],
+        stale_after: float,
+        resume: Resume,
+        job: Callable[[str], Deferral] | None = None,
+    ) -> None:
+        self._store = store
+        self._lease = lease
+        self._stale_after = stale_after
+        self._resume = resume
+        self._job = job
+        self._sweeper: asyncio.Task[None] | None = None
+
+    async def recover(self) -> list[str]:
+        """Take up (or end, past MAX_ATTEMPTS) the conversations of dead server processes;
+        returns the ids this process took up. Safe while other processes do the same."""
+        lease = self._lease()
+        orphaned = await asyncio.to_thread(self._store.orphaned, lease, self._stale_after)
+        taken: list[str] = []
+        for conversation_id, dead, attempts in orphaned:
+            if attempts >= MAX_ATTEMPTS:
+                message = f"the server process running it stopped {attempts} times"
+                if await asyncio.to_thread(
+                    self._store.give_up, conversation_id, dead, SERVER_LOST, message
+                ):
+                    log.warning("conversation %s failed: %s", conversation_id, message)
+                continue
+            job = None if self._job is None else self._job(conversation_id)
+            replica = lease if job is None else None
+            if not await asyncio.to_thread(
+                self._store.take_over, conversation_id, dead, replica, job
+            ):
+                continue  # another process took it first, or it ended
+            log.warning(
+                "conversation %s: its server process (lease %s) stopped; %s",
+                conversation_id,
+                dead,
+                "queued again" if job is not None else "resumed here",
+            )
+            if job is None:
+                await self._resume(conversation_id)
+            taken.append(conversation_id)
+        return taken
+
+    def start(self) -> None:
+        """Sweep now and then every `stale_after` seconds, on the running loop."""
+        if self._sweeper is None:
+            self._sweeper = asyncio.get_running_loop().create_task(
+                self._sweep(), name="dagwright-conversation-recovery"
+            )
+
+    async def _sweep(self) -> None:
+        while True:
+            try:
+                await self.recover()
+            except Exception:  # the database went away a moment, say: the next sweep
+                log.warning("recovering conversations of stopped servers failed", exc_info=True)
+            await asyncio.sleep(self._stale_after)
+
+    async def close(self) -> None:
+        task, self._sweeper = self._sweeper, None
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+
+__all__ = ["MAX_ATTEMPTS", "SERVER_LOST", "ConversationRecovery"]
