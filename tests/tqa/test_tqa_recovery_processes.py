@@ -54,6 +54,11 @@ class Setup:
         with self.db.connect() as conn:
             return conn.execute(text(sql), params).scalar()
 
+    def stop_all(self) -> None:
+        """Every server still running (a test's servers stop before the next one's)."""
+        for server in self.servers:
+            server.stop()
+
 
 @pytest.fixture(scope="module")
 def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
@@ -66,11 +71,18 @@ def setup(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Setup]:
             try:
                 yield running
             finally:
-                for server in running.servers:
-                    server.stop()
+                running.stop_all()
                 db.dispose()
     finally:
         model.stop()
+
+
+@pytest.fixture(autouse=True)
+def stopped_after(setup: Setup) -> Iterator[None]:
+    """A test's servers are stopped after it, whatever it asserted: a live one would take
+    up the next test's conversations."""
+    yield
+    setup.stop_all()
 
 
 def ask_async(api: Api, question: str) -> str:
@@ -100,6 +112,17 @@ def killed_mid_call(setup: Setup, server: ServerProcess) -> tuple[str, list[dict
     Planner's turns are recorded (the Engineer's call in flight); its turns then."""
     conversation_id = ask_async(server.api(), DEPARTMENT)
     wait_for(server, conversation_id, lambda c: len(c["turns"]) >= 2)
+    # Killed once the Engineer's run is recorded running (runs are written in group
+    # commits: a kill a moment earlier would leave no trace of the call in flight).
+    deadline = time.monotonic() + 30
+    while not setup.scalar(
+        "SELECT count(*) FROM runs r JOIN apps a ON a.id = r.app_id "
+        "WHERE a.slug = 'autotqa-engineer' AND r.status = 'running' AND r.created_at >= "
+        "(SELECT created_at FROM tqa_conversations WHERE id = :id)",
+        id=conversation_id,
+    ):
+        assert time.monotonic() < deadline, "the Engineer's call did not start"
+        time.sleep(0.02)
     server.kill()
     kept = recorded_turns(setup, conversation_id)
     assert [t["agent"] for t in kept] == ["User", "Planner"]
@@ -175,7 +198,6 @@ def test_a_killed_servers_conversation_resumes_when_it_restarts(setup: Setup) ->
     )
     assert attempts == 2  # the killed process, then the restarted one
     assert f"conversation {conversation_id}: its server process" in server.output()
-    server.stop()
 
 
 def test_a_live_server_resumes_the_conversation_of_a_dead_one(setup: Setup) -> None:
@@ -192,7 +214,6 @@ def test_a_live_server_resumes_the_conversation_of_a_dead_one(setup: Setup) -> N
     )
     holder = setup.scalar("SELECT name FROM replicas WHERE id = :id", id=replica)
     assert holder == "api-survivor"
-    survivor.stop()
 
 
 def test_a_conversation_whose_servers_keep_dying_ends_failed(setup: Setup) -> None:
@@ -217,7 +238,6 @@ def test_a_conversation_whose_servers_keep_dying_ends_failed(setup: Setup) -> No
     time.sleep(2 * LATENCY_MS / 1000)
     after = server.api().http.get(f"/api/v1/tqa/conversations/{conversation_id}").json()
     assert len(after["turns"]) == len(done["turns"])  # nothing ran on
-    server.stop()
 
 
 def test_a_waiting_conversation_of_a_killed_server_is_left_waiting(setup: Setup) -> None:
@@ -253,4 +273,3 @@ def test_a_waiting_conversation_of_a_killed_server_is_left_waiting(setup: Setup)
         api.http.put(
             "/api/v1/tqa/tools/python_on_tables/approval", json={"requires_approval": False}
         )
-        server.stop()
