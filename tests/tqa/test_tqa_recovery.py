@@ -189,3 +189,27 @@ async def test_an_approved_conversation_goes_on_under_the_lease_of_its_process(
         "replica": mine,
         "attempts": 1,
     }
+
+
+async def test_a_clean_stop_hands_its_conversations_over_without_an_attempt(
+    engine: Engine,
+) -> None:
+    store = ConversationStore(engine)
+    stopping, other = lease(engine, 0), lease(engine, 0)
+    handed = await begun(store, stopping)
+    not_mine = await begun(store, other)
+    waiting = await begun(store, stopping)
+    with engine.begin() as conn:
+        conn.execute(
+            text("UPDATE tqa_conversations SET status = 'waiting' WHERE id = :id"),
+            {"id": waiting},
+        )
+    assert await asyncio.to_thread(store.hand_over, stopping) == 1
+    assert row(engine, handed) == {"status": "running", "replica": stopping, "attempts": 0}
+    assert row(engine, not_mine)["attempts"] == 1
+    assert row(engine, waiting)["attempts"] == 1
+    # Its lease released, the process that takes it up counts one: no death so far.
+    with engine.begin() as conn:
+        conn.execute(text("DELETE FROM replicas WHERE id = :id"), {"id": stopping})
+    assert await recovery(store, other, Resumed()).recover() == [handed]
+    assert row(engine, handed)["attempts"] == 1

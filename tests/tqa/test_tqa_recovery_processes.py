@@ -107,9 +107,12 @@ def wait_for(
         time.sleep(0.1)
 
 
-def killed_mid_call(setup: Setup, server: ServerProcess) -> tuple[str, list[dict[str, Any]]]:
-    """A background conversation asked of `server`, which is killed once the User's and the
-    Planner's turns are recorded (the Engineer's call in flight); its turns then."""
+def killed_mid_call(
+    setup: Setup, server: ServerProcess, *, clean: bool = False
+) -> tuple[str, list[dict[str, Any]]]:
+    """A background conversation asked of `server`, which is killed (`clean`: stopped with
+    SIGTERM) once the User's and the Planner's turns are recorded (the Engineer's call in
+    flight); its turns then."""
     conversation_id = ask_async(server.api(), DEPARTMENT)
     wait_for(server, conversation_id, lambda c: len(c["turns"]) >= 2)
     # Killed once the Engineer's run is recorded running (runs are written in group
@@ -123,7 +126,10 @@ def killed_mid_call(setup: Setup, server: ServerProcess) -> tuple[str, list[dict
     ):
         assert time.monotonic() < deadline, "the Engineer's call did not start"
         time.sleep(0.02)
-    server.kill()
+    if clean:
+        server.stop()
+    else:
+        server.kill()
     kept = recorded_turns(setup, conversation_id)
     assert [t["agent"] for t in kept] == ["User", "Planner"]
     status = setup.scalar("SELECT status FROM tqa_conversations WHERE id = :id", id=conversation_id)
@@ -143,7 +149,12 @@ def recorded_turns(setup: Setup, conversation_id: str) -> list[dict[str, Any]]:
     return [{"seq": r[0], "agent": r[1], "text": r[2], "run_id": r[3]} for r in rows]
 
 
-def assert_completed_after(setup: Setup, done: dict[str, Any], kept: list[dict[str, Any]]) -> None:
+def assert_completed_after(
+    setup: Setup,
+    done: dict[str, Any],
+    kept: list[dict[str, Any]],
+    lost_as: str = "interrupted",
+) -> None:
     assert done["status"] == "completed", done
     assert done["answer"]["value"] == "FINANCE"
     turns = done["turns"]
@@ -180,10 +191,10 @@ def assert_completed_after(setup: Setup, done: dict[str, Any], kept: list[dict[s
             ).all()
         assert len(statuses) == len(recorded) + 1, statuses
         lost = [status for run_id, status in statuses if run_id not in recorded]
-        if lost == ["interrupted"] or time.monotonic() > deadline:
+        if lost == [lost_as] or time.monotonic() > deadline:
             break
         time.sleep(0.2)
-    assert lost == ["interrupted"]
+    assert lost == [lost_as]
 
 
 def test_a_killed_servers_conversation_resumes_when_it_restarts(setup: Setup) -> None:
@@ -198,6 +209,22 @@ def test_a_killed_servers_conversation_resumes_when_it_restarts(setup: Setup) ->
     )
     assert attempts == 2  # the killed process, then the restarted one
     assert f"conversation {conversation_id}: its server process" in server.output()
+
+
+def test_a_stopped_servers_conversation_is_handed_over_and_no_death(setup: Setup) -> None:
+    """SIGTERM: the server cuts the conversation short, leaves it running and releases its
+    lease; restarted, it goes on. A clean stop does not count toward MAX_ATTEMPTS."""
+    setup.model.reset()
+    server = setup.server("api-4")
+    conversation_id, kept = killed_mid_call(setup, server, clean=True)
+    server.start(timeout=120)
+    done = wait_for(server, conversation_id, lambda c: c["status"] != "running", timeout=90)
+    # The call in flight was cancelled by the stop (its run recorded so), not lost.
+    assert_completed_after(setup, done, kept, lost_as="cancelled")
+    attempts = setup.scalar(
+        "SELECT attempts FROM tqa_conversations WHERE id = :id", id=conversation_id
+    )
+    assert attempts == 1  # the restarted process only: the stop was no death
 
 
 def test_a_live_server_resumes_the_conversation_of_a_dead_one(setup: Setup) -> None:

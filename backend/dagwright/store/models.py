@@ -227,8 +227,9 @@ class TqaConversation(SQLModel, table=True):
     # that lease is missing or stale, another server resumes it (tqa/recovery.py). None when
     # a queue worker runs it, for a foreground conversation, or one recorded before 0019.
     replica: str | None = Field(default=None, max_length=32)
-    # How many server processes took it up in-process since it last started or went on
-    # after an approval: one whose processes keep dying ends failed (`server_lost`).
+    # The server process running it in-process plus those that died running it, since it
+    # started or went on after an approval (a clean stop's hand-over is no death): one
+    # whose processes keep dying ends failed (`server_lost`).
     attempts: int = Field(default=0, sa_column=Column(Integer, nullable=False, server_default="0"))
 
 

@@ -90,6 +90,21 @@ class ConversationRepository:
         )
         return bool(done.rowcount == 1)
 
+    def hand_over(self, lease: str) -> int:
+        """The running conversations of lease `lease`, handed over by their process as it
+        stops cleanly: one attempt less, as the one that takes each up adds one (a clean
+        stop is no death). How many."""
+        done = self._db.exec(
+            update(TqaConversation)
+            .where(
+                col(TqaConversation.status) == "running",
+                col(TqaConversation.replica) == lease,
+                col(TqaConversation.attempts) > 0,
+            )
+            .values(attempts=col(TqaConversation.attempts) - 1)
+        )
+        return int(done.rowcount)
+
     def give_up(self, conversation_id: str, dead: str, error: dict[str, str], at: datetime) -> bool:
         """Ends failed with `error` a running conversation still of lease `dead` (a
         conditional update: False when another took it over or it ended)."""

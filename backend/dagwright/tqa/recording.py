@@ -201,6 +201,14 @@ class ConversationStore:
             db.commit()
             return True
 
+    def hand_over(self, lease: str) -> int:
+        """Marks the conversations this server process (lease `lease`) leaves running as it
+        stops cleanly as handed over, not lost (their attempts do not count it); how many."""
+        with session(self._engine) as db:
+            handed = ConversationRepository(db).hand_over(lease)
+            db.commit()
+            return handed
+
     def give_up(self, conversation_id: str, dead: str, code: str, message: str) -> bool:
         """Ends failed with why a conversation still of dead lease `dead` (its turns kept);
         False when another process took it up or it ended."""

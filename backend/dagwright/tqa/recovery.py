@@ -9,8 +9,10 @@ its own ConversationRunner after the recorded turns (tqa/durable.py): loading it
 new runner token, so a process that was only frozen stops at its next write. In queue mode
 the one taking it up queues its job instead, in the same transaction.
 
-Bounded as a queue job is: a conversation that MAX_ATTEMPTS server processes took up and
-that died each time ends failed (`server_lost`), its recorded turns kept. A conversation
+Bounded as a queue job is: a conversation whose server processes died MAX_ATTEMPTS times
+while running it ends failed (`server_lost`), its recorded turns kept. A server stopping
+cleanly hands its conversations over (they stay running under its lease, which it releases)
+and that is no death: it takes the attempt back (TqaService.close). A conversation
 waiting for an approval is not running (no process holds it): it is never touched."""
 
 from __future__ import annotations

@@ -9,6 +9,7 @@ resumes it (tqa/recovery.py). The AutoTQA apps are published lazily, on the firs
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
     from dagwright.services.apps import AppService
     from dagwright.services.runs.service import RunService
     from dagwright.tabular import TableAccess
+
+log = logging.getLogger(__name__)
 
 
 class ConversationQueue(Protocol):
@@ -217,9 +220,14 @@ class TqaService:
 
     async def close(self) -> None:
         """Stops the recovery, then hands this process's background conversations over
-        (left running for another server to resume)."""
+        (left running for another server to resume: a clean stop, which does not count
+        toward their MAX_ATTEMPTS)."""
         await self.recovery.close()
         for task in list(self._background):
             task.cancel()
         if self._background:
             await asyncio.gather(*self._background, return_exceptions=True)
+            try:
+                await asyncio.to_thread(self.conversations.hand_over, self._runs.lease_id)
+            except Exception:  # counted as a death instead
+                log.warning("marking conversations handed over failed", exc_info=True)
