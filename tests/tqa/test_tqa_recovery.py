@@ -1,8 +1,10 @@
 """The sweep that takes up the background conversations of dead server processes
 (tqa/recovery.py), on a real SQLite database with real replica leases: only running
 conversations whose lease is missing or stale are taken, each by one process, with one more
-attempt; one past MAX_ATTEMPTS ends failed (`server_lost`); waiting, foreground (no replica)
-and live processes' conversations are left alone; in queue mode its job is queued instead.
+attempt; one past MAX_ATTEMPTS ends failed (`server_lost`), and so does a foreground one at
+once (its caller died with its process), which frees its place under the conversation limit;
+waiting, leaseless (the command line's) and live processes' conversations are left alone; in
+queue mode its job is queued instead.
 The end-to-end case, with killed `dagwright serve` processes, is
 test_tqa_recovery_processes.py."""
 
@@ -20,10 +22,16 @@ from test_tqa_orchestrator import TOOLS, Known, Scripted
 
 from dagwright.store.db import make_engine, migrate
 from dagwright.store.models import new_id, utcnow
-from dagwright.tqa.conversation import AskRequest
+from dagwright.tqa.admission import ConversationAdmission, ConversationsFullError
+from dagwright.tqa.conversation import AskRequest, Turn
 from dagwright.tqa.orchestrator import Orchestrator
 from dagwright.tqa.recording import ConversationStore
-from dagwright.tqa.recovery import MAX_ATTEMPTS, SERVER_LOST, ConversationRecovery
+from dagwright.tqa.recovery import (
+    FOREGROUND_LOST,
+    MAX_ATTEMPTS,
+    SERVER_LOST,
+    ConversationRecovery,
+)
 
 STALE_AFTER = 10.0
 
@@ -50,9 +58,13 @@ def lease(engine: Engine, age: float) -> str:
     return lease_id
 
 
-async def begun(store: ConversationStore, replica: str | None) -> str:
+async def begun(store: ConversationStore, replica: str | None, foreground: bool = False) -> str:
+    """A conversation recorded running under lease `replica`, with the User's turn."""
     orchestrator = Orchestrator(Scripted(), tools=lambda: TOOLS, knowledge=Known(), store=store)
-    conversation = await orchestrator.begin(AskRequest(question="q"), replica=replica)
+    conversation = await orchestrator.begin(
+        AskRequest(question="q"), replica=replica, foreground=foreground
+    )
+    await asyncio.to_thread(store.add_turn, conversation, Turn(0, "User", "q"))
     return conversation.id
 
 
@@ -213,3 +225,50 @@ async def test_a_clean_stop_hands_its_conversations_over_without_an_attempt(
         conn.execute(text("DELETE FROM replicas WHERE id = :id"), {"id": stopping})
     assert await recovery(store, other, Resumed()).recover() == [handed]
     assert row(engine, handed)["attempts"] == 1
+
+
+async def test_a_foreground_conversation_of_a_dead_process_ends_and_frees_its_place(
+    engine: Engine,
+) -> None:
+    """Its caller's request died with the process: ended `server_lost` (turns kept), not
+    resumed; before, it held a place under the conversation limit for good."""
+    store = ConversationStore(engine)
+    mine, live, stale = lease(engine, 0), lease(engine, 1), lease(engine, 60)
+    lost = await begun(store, stale, foreground=True)
+    answering = await begun(store, live, foreground=True)
+    of_command_line = await begun(store, None, foreground=True)
+    background = await begun(store, stale)
+    admission = ConversationAdmission(store, limit=4)
+    with pytest.raises(ConversationsFullError):
+        await admission.check()
+    resumed = Resumed()
+    assert await recovery(store, mine, resumed).recover() == [background]
+    assert resumed.ids == [background]
+    found = store.get(lost)
+    assert found["status"] == "failed"
+    assert found["error"] == {"code": SERVER_LOST, "message": FOREGROUND_LOST}
+    assert found["finished_at"] is not None
+    assert [t["agent"] for t in found["turns"]] == ["User"]  # kept
+    assert row(engine, lost)["replica"] == stale  # not taken up
+    assert row(engine, answering) == {"status": "running", "replica": live, "attempts": 1}
+    assert row(engine, of_command_line)["status"] == "running"
+    assert row(engine, background) == {"status": "running", "replica": mine, "attempts": 2}
+    await admission.check()  # its place is free
+    # Another live process finds nothing more to end.
+    assert await recovery(store, live, Resumed()).recover() == []
+
+
+async def test_a_clean_stop_ends_its_foreground_conversations_and_hands_over_the_rest(
+    engine: Engine,
+) -> None:
+    store = ConversationStore(engine)
+    stopping, other = lease(engine, 0), lease(engine, 0)
+    foreground = await begun(store, stopping, foreground=True)
+    background = await begun(store, stopping)
+    not_mine = await begun(store, other, foreground=True)
+    assert await asyncio.to_thread(store.hand_over, stopping) == 1  # the background one
+    assert await asyncio.to_thread(store.end_foreground, stopping, "cancelled", "stopped") == 1
+    assert store.get(foreground)["error"] == {"code": "cancelled", "message": "stopped"}
+    assert row(engine, foreground)["status"] == "failed"
+    assert row(engine, background) == {"status": "running", "replica": stopping, "attempts": 0}
+    assert row(engine, not_mine)["status"] == "running"

@@ -224,9 +224,16 @@ class TqaConversation(SQLModel, table=True):
     # under it, so a worker taken for dead that still runs stops at its next turn.
     runner: str | None = Field(default=None, max_length=32)
     # The replica lease of the server process running it in-process (embedded mode): when
-    # that lease is missing or stale, another server resumes it (tqa/recovery.py). None when
-    # a queue worker runs it, for a foreground conversation, or one recorded before 0019.
+    # that lease is missing or stale, another server resumes it, or ends it if `foreground`
+    # (tqa/recovery.py). None when a queue worker runs it, for a foreground conversation of a
+    # process that is no server (the command line), or one recorded before 0020.
     replica: str | None = Field(default=None, max_length=32)
+    # Its caller waits for the answer (a sync or streamed ask, the `autotqa_ask` block): if
+    # its server process dies, the caller's request died too and nobody would read a resumed
+    # answer, so the sweep ends it failed (`server_lost`) instead.
+    foreground: bool = Field(
+        default=False, sa_column=Column(Boolean, nullable=False, server_default=false())
+    )
     # The server process running it in-process plus those that died running it, since it
     # started or went on after an approval (a clean stop's hand-over is no death): one
     # whose processes keep dying ends failed (`server_lost`).

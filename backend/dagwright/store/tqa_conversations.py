@@ -4,6 +4,7 @@ conversation), in the store's repository style (see store/apps.py)."""
 from __future__ import annotations
 
 from datetime import datetime
+from typing import NamedTuple
 
 from sqlalchemy import func, update
 from sqlmodel import Session, col, select
@@ -11,6 +12,15 @@ from sqlmodel import Session, col, select
 from dagwright.errors import NotFoundError
 from dagwright.store.models import Replica, TqaConversation, TqaTurn
 from dagwright.store.paging import Page, Window, fetch_page
+
+
+class Orphan(NamedTuple):
+    """A running conversation of a server process whose lease is missing or stale."""
+
+    id: str
+    replica: str  # the dead lease
+    attempts: int
+    foreground: bool
 
 
 class ConversationRepository:
@@ -62,19 +72,26 @@ class ConversationRepository:
         )
         return bool(done.rowcount == 1)
 
-    def orphaned(self, lease: str, cutoff: datetime) -> list[tuple[str, str, int]]:
-        """(id, replica, attempts) of the running conversations of server processes whose
-        lease is missing or was not refreshed since `cutoff`; never those of `lease`. One
-        statement, whose subquery sees the leases as of the same moment as the
-        conversations: a lease is committed before any conversation names it."""
+    def orphaned(self, lease: str, cutoff: datetime) -> list[Orphan]:
+        """The running conversations of server processes whose lease is missing or was not
+        refreshed since `cutoff`; never those of `lease`. One statement, whose subquery sees
+        the leases as of the same moment as the conversations: a lease is committed before
+        any conversation names it."""
         live = select(Replica.id).where(col(Replica.heartbeat_at) > cutoff)
-        query = select(TqaConversation.id, TqaConversation.replica, TqaConversation.attempts).where(
+        query = select(
+            TqaConversation.id,
+            TqaConversation.replica,
+            TqaConversation.attempts,
+            TqaConversation.foreground,
+        ).where(
             col(TqaConversation.status) == "running",
             col(TqaConversation.replica).is_not(None),
             col(TqaConversation.replica) != lease,
             col(TqaConversation.replica).not_in(live),
         )
-        return [(row[0], str(row[1]), row[2]) for row in self._db.exec(query).all()]
+        return [
+            Orphan(row[0], str(row[1]), row[2], bool(row[3])) for row in self._db.exec(query).all()
+        ]
 
     def take_over(self, conversation_id: str, dead: str, replica: str | None) -> bool:
         """A conditional update of a running conversation of lease `dead` to lease `replica`
@@ -99,9 +116,24 @@ class ConversationRepository:
             .where(
                 col(TqaConversation.status) == "running",
                 col(TqaConversation.replica) == lease,
+                col(TqaConversation.foreground).is_(False),
                 col(TqaConversation.attempts) > 0,
             )
             .values(attempts=col(TqaConversation.attempts) - 1)
+        )
+        return int(done.rowcount)
+
+    def end_foreground(self, lease: str, error: dict[str, str], at: datetime) -> int:
+        """Ends failed with `error` the foreground conversations of lease `lease` still
+        running (their process stops, and their callers' requests with it); how many."""
+        done = self._db.exec(
+            update(TqaConversation)
+            .where(
+                col(TqaConversation.status) == "running",
+                col(TqaConversation.replica) == lease,
+                col(TqaConversation.foreground).is_(True),
+            )
+            .values(status="failed", error=error, finished_at=at)
         )
         return int(done.rowcount)
 

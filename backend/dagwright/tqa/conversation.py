@@ -207,9 +207,11 @@ class Conversation:
     # This process's token as its runner (tqa/recording.py): the latest to take it up.
     runner: str | None = None
     # The replica lease of the server process running it in-process (embedded mode): when
-    # that process dies, another server resumes it (tqa/recovery.py). None: a queue
-    # worker's, or a foreground conversation.
+    # that process dies, another server resumes it, or ends it if `foreground`
+    # (tqa/recovery.py). None: a queue worker's, or a foreground one outside a server.
     replica: str | None = None
+    # Its caller waits for the answer (sync, streamed, the `autotqa_ask` block).
+    foreground: bool = False
     # Run by a queue worker, which hands it over when it stops (another resumes it): a
     # cancellation then ends it only when a cancel was requested (tqa/durable.py).
     handed_over_on_stop: bool = False

@@ -180,13 +180,16 @@ class Orchestrator:
         conversation_id: str | None = None,
         defer: Deferral | None = None,
         replica: str | None = None,
+        foreground: bool = False,
     ) -> Conversation:
         """A new conversation with its knowledge, recorded (without turns) before anything
         runs; `defer` queues its job in the transaction that records it (queue mode);
-        `replica`: the lease of the server process that runs it in the background."""
+        `replica`: the lease of the server process that runs it; `foreground`: its caller
+        waits for the answer (tqa/recovery.py ends it, not resumes it, if that process dies)."""
         conversation = Conversation(conversation_id or uuid.uuid4().hex, request, _now())
         conversation.runner = uuid.uuid4().hex
         conversation.replica = replica
+        conversation.foreground = foreground
         conversation.knowledge = await self.knowledge.gather(request)
         if self._store is not None:
             await self._persist(self._store.create, conversation, defer)
@@ -203,7 +206,7 @@ class Orchestrator:
         loaded with recorded turns (tqa/durable.py) goes on after its last turn: finished
         turns are kept, the turn that was under way when its process stopped is taken again."""
         if conversation is None:
-            conversation = await self.begin(request)
+            conversation = await self.begin(request, foreground=True)
         conversation.status = "running"
         last = conversation.last()
         # A resumed conversation's clock goes on from where its last recorded turn ended.

@@ -17,7 +17,7 @@ from dagwright.errors import ConflictError
 from dagwright.store.db import session
 from dagwright.store.models import TqaConversation, TqaTurn, new_id, utcnow
 from dagwright.store.paging import DEFAULT_LIMIT, Page, window
-from dagwright.store.tqa_conversations import ConversationRepository
+from dagwright.store.tqa_conversations import ConversationRepository, Orphan
 from dagwright.tqa.conversation import AskRequest, Conversation, Turn
 from dagwright.tqa.failures import ConversationSuperseded
 from dagwright.tqa.knowledge import Knowledge
@@ -99,6 +99,7 @@ class ConversationStore:
             knowledge=_json(dataclasses.asdict(conversation.knowledge)),
             runner=conversation.runner,
             replica=conversation.replica,
+            foreground=conversation.foreground,
             attempts=0 if conversation.replica is None else 1,
         )
         with session(self._engine) as db:
@@ -180,9 +181,9 @@ class ConversationStore:
             db.commit()
             return True
 
-    def orphaned(self, lease: str, stale_after: float) -> list[tuple[str, str, int]]:
-        """(id, replica, attempts) of the conversations left running by server processes
-        whose lease is missing or `stale_after` seconds old (never `lease`'s)."""
+    def orphaned(self, lease: str, stale_after: float) -> list[Orphan]:
+        """The conversations left running by server processes whose lease is missing or
+        `stale_after` seconds old (never `lease`'s)."""
         cutoff = utcnow() - timedelta(seconds=stale_after)
         with session(self._engine) as db:
             return ConversationRepository(db).orphaned(lease, cutoff)
@@ -202,12 +203,23 @@ class ConversationStore:
             return True
 
     def hand_over(self, lease: str) -> int:
-        """Marks the conversations this server process (lease `lease`) leaves running as it
-        stops cleanly as handed over, not lost (their attempts do not count it); how many."""
+        """Marks the background conversations this server process (lease `lease`) leaves
+        running as it stops cleanly as handed over, not lost (their attempts do not count
+        it); how many."""
         with session(self._engine) as db:
             handed = ConversationRepository(db).hand_over(lease)
             db.commit()
             return handed
+
+    def end_foreground(self, lease: str, code: str, message: str) -> int:
+        """Ends failed with why the foreground conversations this server process (lease
+        `lease`) still runs as it stops (their turns kept); how many."""
+        with session(self._engine) as db:
+            ended = ConversationRepository(db).end_foreground(
+                lease, {"code": code, "message": message}, utcnow()
+            )
+            db.commit()
+            return ended
 
     def give_up(self, conversation_id: str, dead: str, code: str, message: str) -> bool:
         """Ends failed with why a conversation still of dead lease `dead` (its turns kept);

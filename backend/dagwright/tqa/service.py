@@ -1,9 +1,10 @@
 """The AutoTQA service: the orchestrator wired to this process's apps, runs, data, TQA
 profiles, hints, examples and tools; conversations run in the foreground (sync, streamed) or
 in the background (polled): in this process (the embedded default), or, in queue mode, as a
-job a `dagwright worker` runs and resumes (tqa/durable.py). A background conversation of this
-process names its replica lease: if the process dies, another server (or this one restarted)
-resumes it (tqa/recovery.py). The AutoTQA apps are published lazily, on the first question
+job a `dagwright worker` runs and resumes (tqa/durable.py). A conversation a server process
+runs names its replica lease: if the process dies, another server (or this one restarted)
+resumes a background one and ends a foreground one, whose caller died with the process
+(tqa/recovery.py). The AutoTQA apps are published lazily, on the first question
 (or by `dagwright tqa publish`)."""
 
 from __future__ import annotations
@@ -12,13 +13,14 @@ import asyncio
 import logging
 import uuid
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Final, Protocol
 
 from dagwright.tqa.admission import DEFAULT_MAX_CONVERSATIONS, ConversationAdmission
 from dagwright.tqa.agents import AgentCaller, InProcessAgentCaller
 from dagwright.tqa.approvals import ApprovalDesk
 from dagwright.tqa.conversation import AskRequest, Conversation
 from dagwright.tqa.durable import ConversationRunner
+from dagwright.tqa.failures import ConversationCancelled
 from dagwright.tqa.hints import HintStore
 from dagwright.tqa.knowledge import StoredKnowledge
 from dagwright.tqa.orchestrator import Orchestrator, TurnCallback
@@ -37,6 +39,7 @@ if TYPE_CHECKING:
     from dagwright.tabular import TableAccess
 
 log = logging.getLogger(__name__)
+STOPPED: Final = "the server process answering it stopped"
 
 
 class ConversationQueue(Protocol):
@@ -88,6 +91,9 @@ class TqaService:
         self._published = False
         self._publish_lock = asyncio.Lock()
         self._background: set[asyncio.Task[str]] = set()
+        self._foreground: set[asyncio.Task[Conversation]] = set()
+        # A server's (start_recovery): its foreground conversations name its lease too.
+        self._serving = False
 
     def publish(self) -> list[dict[str, Any]]:
         done = publish_agents(self.apps, self.tools)
@@ -141,12 +147,39 @@ class TqaService:
         )
         self.check_namespaces(settings.get("namespaces"))
 
-    async def ask(self, request: AskRequest, on_turn: TurnCallback | None = None) -> Conversation:
+    async def begin(self, request: AskRequest) -> Conversation:
+        """A foreground conversation (its caller waits for the answer), recorded before it
+        runs: a stream sends its id first. In a server, under this process's lease: if the
+        process dies, the servers' sweeps end it (`server_lost`); elsewhere (the command
+        line) under none."""
+        replica = self._runs.lease_id if self._serving else None
+        return await self.orchestrator.begin(request, replica=replica, foreground=True)
+
+    async def ask(
+        self,
+        request: AskRequest,
+        on_turn: TurnCallback | None = None,
+        conversation: Conversation | None = None,
+    ) -> Conversation:
         """The whole conversation (ConversationsFullError, nothing recorded, when the limit
-        of conversations is running)."""
+        of conversations is running); `conversation`: one `begin` recorded, the limit
+        checked before it. A task of this service, which a clean stop ends (`close`)."""
         await self.ensure_published()
-        await self.admission.check()
-        return await self.orchestrator.ask(request, on_turn)
+        if conversation is None:
+            await self.admission.check()
+            conversation = await self.begin(request)
+        task = asyncio.create_task(self.orchestrator.ask(request, on_turn, conversation))
+        self._foreground.add(task)
+        task.add_done_callback(self._foreground.discard)
+        try:
+            return await task
+        except asyncio.CancelledError:
+            current = asyncio.current_task()
+            if current is not None and current.cancelling():
+                raise  # its caller was cancelled (it went away, or its run was)
+            raise ConversationCancelled(
+                f"conversation {conversation.id} was cancelled: {STOPPED}"
+            ) from None
 
     async def ask_background(self, request: AskRequest) -> str:
         """Starts the conversation and returns its id at once (it is recorded as it goes):
@@ -180,7 +213,11 @@ class TqaService:
 
     def start_recovery(self) -> None:
         """Resume, now and every `stale_after` seconds, the background conversations of
-        server processes that stopped (tqa/recovery.py). A server's, on its event loop."""
+        server processes that stopped, and end their foreground ones (tqa/recovery.py). A
+        server's, on its event loop: from now on its own foreground conversations name its
+        lease too, for the sweeps of the others (or of this one restarted) to end if it
+        dies."""
+        self._serving = True
         self.recovery.start()
 
     async def go_on(self, conversation_id: str) -> bool:
@@ -219,10 +256,26 @@ class TqaService:
         return conversation.to_dict()
 
     async def close(self) -> None:
-        """Stops the recovery, then hands this process's background conversations over
-        (left running for another server to resume: a clean stop, which does not count
-        toward their MAX_ATTEMPTS)."""
+        """Stops the recovery; ends this process's foreground conversations cancelled (their
+        callers' requests end with it, as its runs in flight are cancelled), recorded before
+        the database closes; then hands its background conversations over (left running for
+        another server to resume: a clean stop, which does not count toward their
+        MAX_ATTEMPTS)."""
         await self.recovery.close()
+        answering = list(self._foreground)
+        for asked in answering:
+            asked.cancel()  # each records its end as it stops (the orchestrator)
+        await asyncio.gather(*answering, return_exceptions=True)
+        if self._serving:
+            try:  # one begun whose task never ran, or whose end could not be recorded
+                await asyncio.to_thread(
+                    self.conversations.end_foreground,
+                    self._runs.lease_id,
+                    ConversationCancelled.code,
+                    f"the conversation was cancelled: {STOPPED}",
+                )
+            except Exception:  # the sweeps end them once the lease is gone
+                log.warning("ending foreground conversations failed", exc_info=True)
         for task in list(self._background):
             task.cancel()
         if self._background:

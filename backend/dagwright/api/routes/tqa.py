@@ -114,14 +114,12 @@ class PublishIn(BaseModel):
 
 async def _stream(s: Services, request: AskRequest) -> AsyncIterator[bytes]:
     queue: asyncio.Queue[Turn | None] = asyncio.Queue()
-    conversation = await s.tqa.orchestrator.begin(request)
+    conversation = await s.tqa.begin(request)
     yield sse({"id": conversation.id, "question": request.question}, "conversation", "0")
 
     async def run() -> dict[str, Any]:
         try:
-            done = await s.tqa.orchestrator.ask(
-                request, on_turn=queue.put_nowait, conversation=conversation
-            )
+            done = await s.tqa.ask(request, on_turn=queue.put_nowait, conversation=conversation)
             return done.to_dict(turns=False)
         finally:
             queue.put_nowait(None)
