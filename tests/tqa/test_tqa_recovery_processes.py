@@ -8,11 +8,15 @@ flight. Started again, it resumes the conversation after its recorded turns: the
 as they were (the Planner is asked once), the call in flight is made again, and the
 conversation completes. A server of another name, alive all along, does the same once the
 dead one's lease is stale. A conversation whose server processes died too many times ends
-failed (`server_lost`); one waiting for an approval is left waiting.
+failed (`server_lost`); one waiting for an approval is left waiting. A foreground (sync)
+conversation of a killed server is ended `server_lost` by the restarted one, which frees its
+place under the conversation limit; one of a server stopped with SIGTERM ends cancelled.
 """
 
 from __future__ import annotations
 
+import signal
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -20,12 +24,13 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 from sqlalchemy import Engine, create_engine, text
 from sqlalchemy.pool import NullPool
 
 from dagwright.llm.scripted.runner import ScriptedServer
-from dagwright.tqa.recovery import MAX_ATTEMPTS
+from dagwright.tqa.recovery import FOREGROUND_LOST, MAX_ATTEMPTS
 from support.server import Api, ServerProcess, postgres_schema
 from support.tqa import agents_script, provider_settings
 
@@ -42,9 +47,11 @@ class Setup:
     folder: Path
     servers: list[ServerProcess]
 
-    def server(self, name: str) -> ServerProcess:
-        """A server of replica `name` (started), its data directory its own."""
-        server = ServerProcess(self.folder / f"{name}-{len(self.servers)}", name, self.url)
+    def server(self, name: str, **env: str) -> ServerProcess:
+        """A server of replica `name` (started), its data directory its own, `env` added to
+        its environment."""
+        folder = self.folder / f"{name}-{len(self.servers)}"
+        server = ServerProcess(folder, name, self.url, env=env)
         server.data_dir.mkdir(parents=True, exist_ok=True)
         (server.data_dir / "dagwright.toml").write_text(provider_settings(self.model.base_url))
         self.servers.append(server.start(timeout=120))
@@ -107,13 +114,51 @@ def wait_for(
         time.sleep(0.1)
 
 
+class SyncAsk:
+    """A sync (or `stream`ed) ask of `question` in a thread of the test, its caller waiting
+    for the answer; `conversation_id` once the server recorded it."""
+
+    def __init__(self, server: ServerProcess, question: str, *, stream: bool = False) -> None:
+        self.server = server
+        self.response: httpx.Response | None = None
+        self.error: Exception | None = None
+        before = self._running()
+        self._thread = threading.Thread(target=self._ask, args=(question, stream), daemon=True)
+        self._thread.start()
+        deadline = time.monotonic() + 30
+        while not (started := self._running() - before):
+            assert time.monotonic() < deadline, "the conversation was not recorded"
+            time.sleep(0.05)
+        [self.conversation_id] = started
+
+    def _running(self) -> set[str]:
+        response = self.server.api().http.get("/api/v1/tqa/conversations?status=running")
+        assert response.status_code == 200, response.text
+        return {c["id"] for c in response.json()["items"]}
+
+    def _ask(self, question: str, stream: bool) -> None:
+        try:
+            with httpx.Client(base_url=self.server.base_url, timeout=120) as http:
+                body = {"question": question, "stream": stream}
+                self.response = http.post("/api/v1/tqa/ask", json=body)
+        except httpx.HTTPError as exc:  # its server died under it
+            self.error = exc
+
+    def ended(self) -> None:
+        self._thread.join(30)
+        assert not self._thread.is_alive()
+
+
 def killed_mid_call(
-    setup: Setup, server: ServerProcess, *, clean: bool = False
+    setup: Setup, server: ServerProcess, *, clean: bool = False, sync: bool = False
 ) -> tuple[str, list[dict[str, Any]]]:
-    """A background conversation asked of `server`, which is killed (`clean`: stopped with
-    SIGTERM) once the User's and the Planner's turns are recorded (the Engineer's call in
-    flight); its turns then."""
-    conversation_id = ask_async(server.api(), DEPARTMENT)
+    """A background (`sync`: a sync) conversation asked of `server`, which is killed
+    (`clean`: stopped with SIGTERM) once the User's and the Planner's turns are recorded
+    (the Engineer's call in flight); its turns then."""
+    asked = SyncAsk(server, DEPARTMENT) if sync else None
+    conversation_id = (
+        ask_async(server.api(), DEPARTMENT) if asked is None else asked.conversation_id
+    )
     wait_for(server, conversation_id, lambda c: len(c["turns"]) >= 2)
     # Killed once the Engineer's run is recorded running (runs are written in group
     # commits: a kill a moment earlier would leave no trace of the call in flight).
@@ -130,6 +175,9 @@ def killed_mid_call(
         server.stop()
     else:
         server.kill()
+    if asked is not None:
+        asked.ended()
+        assert asked.error is not None  # its caller's request died with the server
     kept = recorded_turns(setup, conversation_id)
     assert [t["agent"] for t in kept] == ["User", "Planner"]
     status = setup.scalar("SELECT status FROM tqa_conversations WHERE id = :id", id=conversation_id)
@@ -300,3 +348,46 @@ def test_a_waiting_conversation_of_a_killed_server_is_left_waiting(setup: Setup)
         api.http.put(
             "/api/v1/tqa/tools/python_on_tables/approval", json={"requires_approval": False}
         )
+
+
+def test_a_killed_servers_sync_conversation_ends_and_frees_its_place(setup: Setup) -> None:
+    """Its caller's request died with the server: the restarted server ends the conversation
+    `server_lost` (turns kept) instead of resuming it, and, the limit being one
+    conversation, a new question is admitted (before, it was refused for good)."""
+    setup.model.reset()
+    server = setup.server("api-5", DAGWRIGHT_TQA_MAX_CONVERSATIONS="1")
+    conversation_id, kept = killed_mid_call(setup, server, sync=True)
+    server.start(timeout=120)
+    done = wait_for(server, conversation_id, lambda c: c["status"] != "running", timeout=30)
+    assert done["status"] == "failed", done
+    assert done["error"] == {"code": "server_lost", "message": FOREGROUND_LOST}
+    # The turns recorded before the kill are kept as they were; nothing ran on.
+    assert [{k: t[k] for k in ("seq", "agent", "text", "run_id")} for t in done["turns"]] == kept
+    assert setup.model.stats()["by_rule"]["planner"] == 1
+    answered = server.api().http.post("/api/v1/tqa/ask", json={"question": DEPARTMENT}, timeout=90)
+    assert answered.status_code == 200, answered.text
+    assert answered.json()["status"] == "completed"
+
+
+def test_a_stopped_servers_foreground_conversations_end_cancelled(setup: Setup) -> None:
+    """SIGTERM with a sync and a streamed conversation in flight that outlast uvicorn's grace
+    period (the Critic is never satisfied): both end `cancelled` as the server stops, none
+    is left running."""
+    setup.model.reset()
+    server = setup.server("api-6")
+    asked = [
+        SyncAsk(server, "Count the employees forever"),
+        SyncAsk(server, "Count the employees forever", stream=True),
+    ]
+    for ask in asked:
+        wait_for(server, ask.conversation_id, lambda c: len(c["turns"]) >= 3)
+    server.stop()
+    assert server.process is not None
+    assert server.process.returncode != -signal.SIGKILL  # it stopped by itself
+    for ask in asked:
+        ask.ended()
+        status, error = setup.scalar(
+            "SELECT json_build_array(status, error) FROM tqa_conversations WHERE id = :id",
+            id=ask.conversation_id,
+        )
+        assert (status, error["code"]) == ("failed", "cancelled"), (status, error)
