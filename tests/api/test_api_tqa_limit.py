@@ -12,31 +12,15 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-import yaml
 
-from dagwright.llm.scripted.script import Script
 from support.database import DATABASES
 from support.server import Api, LiveServer
-from support.tqa import SCRIPT, tqa_server
+from support.tqa import held_agents_script, tqa_server
 
 LIMIT = 2
 # The Critic is never satisfied: the conversation goes on, turn after turn, until cancelled.
 FOREVER = {"question": "Count the employees forever", "max_rounds": 100}
 TOTAL_BONUS = "What is the total bonus of all employees?"  # its tool needs approval below
-
-
-def held_script() -> Script:
-    """The agents' script, each model call taking 200 ms, and the Critic of FOREVER taking
-    3 s: its 100 turns outlast any test here, however loaded the machine (at 200 ms a call
-    they could end in `round_limit` before the test cancelled them)."""
-    script = yaml.safe_load(SCRIPT.read_text(encoding="utf-8"))
-    never_satisfied = next(r for r in script["rules"] if r["name"] == "critic-never-satisfied")
-    slowly = {
-        "name": "critic-never-satisfied-slowly",
-        "match": "(?s)^\\[autotqa:critic\\]\\nQuestion: Count the employees forever",
-        "replies": [{"content": never_satisfied["reply"], "latency_ms": 3000}],
-    }
-    return Script.model_validate({**script, "latency_ms": 200, "rules": [slowly, *script["rules"]]})
 
 
 @pytest.fixture(scope="module", params=DATABASES)
@@ -46,7 +30,7 @@ def server(
     with tqa_server(
         request.param,
         tmp_path_factory.mktemp("tqa-limit"),
-        held_script(),
+        held_agents_script(),
         settings=f"tqa_max_conversations = {LIMIT}\n",
     ) as running:
         yield running

@@ -163,12 +163,16 @@ class TqaService:
     ) -> Conversation:
         """The whole conversation (ConversationsFullError, nothing recorded, when the limit
         of conversations is running); `conversation`: one `begin` recorded, the limit
-        checked before it. A task of this service, which a clean stop ends (`close`)."""
+        checked before it. A task of this service, which a clean stop ends (`close`).
+        A cancel asked through any process (`cancel`) ends it within a second: the
+        conversation is returned ended (failed, `cancelled`), as it is recorded."""
         await self.ensure_published()
         if conversation is None:
             await self.admission.check()
             conversation = await self.begin(request)
-        task = asyncio.create_task(self.orchestrator.ask(request, on_turn, conversation))
+        task = asyncio.create_task(
+            self.runner.watched(conversation, self.orchestrator.ask(request, on_turn, conversation))
+        )
         self._foreground.add(task)
         task.add_done_callback(self._foreground.discard)
         try:
@@ -177,6 +181,8 @@ class TqaService:
             current = asyncio.current_task()
             if current is not None and current.cancelling():
                 raise  # its caller was cancelled (it went away, or its run was)
+            if conversation.cancel_requested:
+                return conversation
             raise ConversationCancelled(
                 f"conversation {conversation.id} was cancelled: {STOPPED}"
             ) from None
