@@ -17,9 +17,9 @@ import pytest
 
 from support.database import DATABASES
 from support.server import Api, LiveServer
-from support.tqa import held_agents_script, tqa_server
+from support.tqa import HELD_QUESTION, agents_script, tqa_server
 
-FOREVER = {"question": "Count the employees forever", "max_rounds": 100}
+FOREVER = {"question": HELD_QUESTION, "max_rounds": 100}
 
 
 @pytest.fixture(scope="module", params=DATABASES)
@@ -27,7 +27,7 @@ def server(
     request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[LiveServer]:
     with tqa_server(
-        request.param, tmp_path_factory.mktemp("tqa-cancel"), held_agents_script()
+        request.param, tmp_path_factory.mktemp("tqa-cancel"), agents_script()
     ) as running:
         yield running
 

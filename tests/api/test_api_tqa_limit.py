@@ -15,11 +15,11 @@ import pytest
 
 from support.database import DATABASES
 from support.server import Api, LiveServer
-from support.tqa import held_agents_script, tqa_server
+from support.tqa import HELD_QUESTION, agents_script, tqa_server
 
 LIMIT = 2
 # The Critic is never satisfied: the conversation goes on, turn after turn, until cancelled.
-FOREVER = {"question": "Count the employees forever", "max_rounds": 100}
+FOREVER = {"question": HELD_QUESTION, "max_rounds": 100}
 TOTAL_BONUS = "What is the total bonus of all employees?"  # its tool needs approval below
 
 
@@ -30,7 +30,7 @@ def server(
     with tqa_server(
         request.param,
         tmp_path_factory.mktemp("tqa-limit"),
-        held_agents_script(),
+        agents_script(latency_ms=200),
         settings=f"tqa_max_conversations = {LIMIT}\n",
     ) as running:
         yield running

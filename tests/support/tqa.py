@@ -23,19 +23,9 @@ def agents_script(**overrides: Any) -> Script:
     return Script.model_validate(data)
 
 
-def held_agents_script() -> Script:
-    """The agents' script, each model call taking 200 ms, and the Critic never satisfied by
-    "Count the employees forever" taking 3 s a turn: such a conversation runs until it is
-    cancelled, however loaded the machine (at 200 ms a call its 100 turns could end in
-    `round_limit` within a test)."""
-    script = yaml.safe_load(SCRIPT.read_text(encoding="utf-8"))
-    never_satisfied = next(r for r in script["rules"] if r["name"] == "critic-never-satisfied")
-    slowly = {
-        "name": "critic-never-satisfied-slowly",
-        "match": "(?s)^\\[autotqa:critic\\]\\nQuestion: Count the employees forever",
-        "replies": [{"content": never_satisfied["reply"], "latency_ms": 3000}],
-    }
-    return Script.model_validate({**script, "latency_ms": 200, "rules": [slowly, *script["rules"]]})
+# A question whose conversation runs until it is cancelled: the script's Critic is never
+# satisfied by it and takes 3 s a turn, so its 100 rounds outlast any test.
+HELD_QUESTION = "Count the employees slowly, forever"
 
 
 def provider_settings(base_url: str) -> str:
