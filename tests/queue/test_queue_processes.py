@@ -672,10 +672,23 @@ def test_hand_overs_do_not_count_as_deaths(cluster: Cluster) -> None:
     lasting = queue_run(api, "lasting", keys["lasting"], "l")
 
     def inside_s(runs: dict[str, int]) -> bool:
-        """Each run began its held node this many times, or ended."""
+        """Each run began its held node this many times, with its node a's result recorded
+        (results are written in group commits: a worker killed a moment after a ended may
+        take it unrecorded, and a runs again), or ended."""
         counts = cluster.counts()
         return all(
-            counts[run, "s"] >= times or ended(api.get_run(run)) for run, times in runs.items()
+            (counts[run, "s"] >= times and recorded(run, "a")) or ended(api.get_run(run))
+            for run, times in runs.items()
+        )
+
+    def recorded(run: str, node: str) -> bool:
+        return bool(
+            cluster.scalar(
+                "SELECT count(*) FROM run_nodes "
+                "WHERE run_id = :run AND node = :node AND status = 'succeeded'",
+                run=run,
+                node=node,
+            )
         )
 
     def still_running(run: str) -> None:
