@@ -115,6 +115,17 @@ class Settings(BaseSettings):
         10, ge=1, description="examples per job of a queued evaluation"
     )
 
+    # -- webhooks (services/triggers.py, docs/security/webhooks.md) ------------------------
+    webhook_tolerance: float = Field(
+        300.0,
+        gt=0,
+        description="seconds a webhook's signed timestamp may differ from the server's clock; "
+        "older (or later) calls are refused 401, and a signature is remembered this long",
+    )
+    webhook_rate_limit: int = Field(
+        60, ge=1, description="firings of one webhook per minute beyond which: 429"
+    )
+
     # -- AutoTQA (tqa/admission.py) ---------------------------------------------------------
     tqa_max_conversations: int = Field(
         64,

@@ -5,6 +5,7 @@ order in which workers take jobs."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,6 +18,7 @@ from sqlalchemy.pool import NullPool
 from dagwright.composition import Composition
 from dagwright.services.queue.jobs import Priority, conninfo, defer_run, deferring_app
 from dagwright.services.queue.settings import QueueConfigError, QueueSettings
+from dagwright.services.webhook_signing import signed_headers
 from dagwright.settings import Settings
 from support.server import LiveServer, echo_flow, error_of, live_server
 
@@ -81,10 +83,15 @@ def test_a_queued_run_cancelled_before_a_worker_takes_it(server: LiveServer) -> 
 
 def test_a_webhook_queues_its_run_behind_interactive_work(server: LiveServer) -> None:
     server.api.published_app("hooked", echo_flow())
+    assert server.api.http.put("/api/v1/secrets/in_key", json={"value": "k3y"}).status_code == 204
     created = server.api.http.post(
-        "/api/v1/apps/hooked/triggers", json={"kind": "webhook", "name": "in"}
+        "/api/v1/apps/hooked/triggers",
+        json={"kind": "webhook", "name": "in", "secret_name": "in_key"},
     ).json()
-    answer = httpx.post(server.base_url + created["url"], json={"question": "from a hook"})
+    body = json.dumps({"question": "from a hook"}).encode()
+    answer = httpx.post(
+        server.base_url + created["url"], content=body, headers=signed_headers("k3y", body)
+    )
     assert answer.status_code == 202, answer.text
     run = server.api.get_run(answer.json()["run_id"])
     assert run["status"] == "queued"

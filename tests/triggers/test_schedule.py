@@ -11,9 +11,9 @@ from dagwright.services.triggers import (
     TriggerError,
     check_schedule,
     due_ticks,
-    signature,
     ticks_between,
 )
+from dagwright.services.webhook_signing import signature
 
 
 def test_a_schedule_is_read_in_its_time_zone_across_daylight_saving() -> None:
@@ -52,7 +52,9 @@ def test_missed_ticks_follow_the_policy() -> None:
     assert due_ticks(missed, now, "skip") == []
 
 
-def test_the_signature_is_an_hmac_of_the_body() -> None:
-    # Checked against a known HMAC-SHA256 value (RFC 4231 test case 2).
-    expected = "5bdcc146bf60754e6a042426089575c75a003f089d2739839dec58b964ec3843"
-    assert signature("Jefe", b"what do ya want for nothing?") == f"sha256={expected}"
+def test_the_signature_is_an_hmac_of_the_timestamp_and_the_body() -> None:
+    # Checked against a value computed apart (`printf '%s' "1700000000.what do ya want for
+    # nothing?" | openssl dgst -sha256 -hmac Jefe`): the message is "<timestamp>.<body>".
+    expected = "1cdd0650c8be1cb0974b1788d458b1e781206cfef59b85faafc582d2e182c57e"
+    body = b"what do ya want for nothing?"
+    assert signature("Jefe", 1_700_000_000, body) == f"sha256={expected}"

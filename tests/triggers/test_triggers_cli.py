@@ -12,6 +12,7 @@ import pytest
 from typer.testing import CliRunner
 
 from dagwright.cli.main import app as cli
+from dagwright.services.webhook_signing import signed_headers
 from support.server import Api, LiveServer, example, live_server
 
 runner = CliRunner()
@@ -32,7 +33,10 @@ def _triggers(server: LiveServer, *args: str) -> str:
 def test_triggers_are_managed_from_the_terminal(server: LiveServer) -> None:
     api: Api = server.api
     api.published_app("cli-hooked", example("hello"))
-    hook = json.loads(_triggers(server, "add-webhook", "cli-hooked", "--map", "name=who"))
+    assert api.http.put("/api/v1/secrets/cli_key", json={"value": "k3y"}).status_code == 204
+    hook = json.loads(
+        _triggers(server, "add-webhook", "cli-hooked", "--map", "name=who", "--secret", "cli_key")
+    )
     cron = json.loads(
         _triggers(
             server,
@@ -50,7 +54,10 @@ def test_triggers_are_managed_from_the_terminal(server: LiveServer) -> None:
     listed = json.loads(_triggers(server, "list", "cli-hooked"))
     assert {t["kind"] for t in listed} == {"webhook", "cron"}
 
-    fired = httpx.post(server.base_url + hook["url"], json={"who": "Cy"})
+    body = json.dumps({"who": "Cy"}).encode()
+    fired = httpx.post(
+        server.base_url + hook["url"], content=body, headers=signed_headers("k3y", body)
+    )
     assert fired.status_code == 202
     [firing] = json.loads(_triggers(server, "firings", hook["id"]))
     assert firing["run_id"] == fired.json()["run_id"]

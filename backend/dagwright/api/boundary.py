@@ -1,12 +1,17 @@
 """The request boundary: what every request must be before a route sees it, checked once here.
 
 - A body larger than the server accepts is 413 `payload_too_large`.
-- A JSON body must be UTF-8 text whose strings can all be stored: no lone surrogate (a
+- A JSON body must be UTF-8 text whose values can all be stored: no lone surrogate (a
   `\\ud800` escape that pairs with nothing: no UTF-8 encoding exists, so SQLite stores it
-  and every later read fails, PostgreSQL refuses it) and no NUL character (PostgreSQL text
-  cannot hold one); and it may nest at most MAX_JSON_DEPTH arrays and objects deep (deeper
+  and every later read fails, PostgreSQL refuses it), no NUL character (PostgreSQL text
+  cannot hold one), no number JSON cannot carry (`NaN`, `Infinity`, or a literal such as
+  `1e999` that overflows to infinity: Python reads them, PostgreSQL refuses the JSON it
+  writes back); and it may nest at most MAX_JSON_DEPTH arrays and objects deep (deeper
   nesting makes recursive code downstream fail). Otherwise 422 `invalid_request`, naming the
   field.
+- A body of any other content type (`text/plain`, none of the JSON ones) is held to the same
+  rules when it is JSON: a route that reads its raw body as JSON (a webhook) must not see
+  what a JSON route would not. A body that is not UTF-8 JSON passes (uploads, forms).
 - The URL's path and query may not hold a NUL character either (422).
 
 What leaves is made safe in api/jsontext.py.
@@ -16,6 +21,8 @@ from __future__ import annotations
 
 import asyncio
 import json
+import math
+import re
 from collections.abc import Iterator
 from typing import Any, Final
 
@@ -30,7 +37,32 @@ MAX_JSON_DEPTH: Final = 64
 _THREAD_ABOVE: Final = 256 * 1024
 
 
+# Text that may hold a number JSON cannot carry: the constants, an exponent, or more digits
+# than a finite float has (a 400-digit literal overflows without an exponent).
+_NUMBER_SUSPECT: Final = re.compile(r"NaN|Infinity|[0-9][eE]|[0-9.]{300}")
+
+
 # -- checking a decoded body -------------------------------------------------------------
+
+
+class Unstorable:
+    """Stands in, while a body is checked, for a number JSON cannot carry (its literal)."""
+
+    __slots__ = ("literal",)
+
+    def __init__(self, literal: str) -> None:
+        self.literal = literal
+
+
+def _float_or_unstorable(literal: str) -> float | Unstorable:
+    value = float(literal)
+    return value if math.isfinite(value) else Unstorable(literal)
+
+
+def parse_checked(text: str) -> Any:
+    """json.loads, with each non-finite number (NaN, Infinity, 1e999) an Unstorable, for
+    body_problem to name."""
+    return json.loads(text, parse_constant=Unstorable, parse_float=_float_or_unstorable)
 
 
 def _string_problem(text: str) -> str | None:
@@ -79,6 +111,14 @@ def body_problem(document: Any, max_depth: int = MAX_JSON_DEPTH) -> tuple[str, s
             problem = _string_problem(item)
             if problem is not None:
                 return _path(path), f"the text {problem}"
+        elif isinstance(item, Unstorable):
+            literal = item.literal if len(item.literal) <= 20 else item.literal[:17] + "..."
+            return _path(path), (
+                f"the number {literal} is not a finite number (NaN, Infinity and numbers "
+                "beyond about 1.8e308 cannot be stored)"
+            )
+        elif isinstance(item, float) and not math.isfinite(item):
+            return _path(path), "is not a finite number, which cannot be stored"
         elif isinstance(item, dict):
             for key in item:
                 problem = _string_problem(key)
@@ -87,21 +127,32 @@ def body_problem(document: Any, max_depth: int = MAX_JSON_DEPTH) -> tuple[str, s
     return None
 
 
-def check_json_body(body: bytes, max_depth: int = MAX_JSON_DEPTH) -> tuple[str, str] | None:
+def check_json_body(
+    body: bytes, max_depth: int = MAX_JSON_DEPTH, *, declared: bool = True
+) -> tuple[str, str] | None:
     """(field, message) when a JSON body may not pass, else None. A body that is not JSON at
-    all passes: the route's own parsing says what is wrong with it."""
+    all passes: the route's own parsing says what is wrong with it. `declared`: the body
+    says it is JSON (its content type), so one that is not UTF-8 is refused; an undeclared
+    one that is not UTF-8 is no JSON and passes."""
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
+        if not declared:
+            return None
         # json.loads would decode it with "surrogatepass": raw surrogate bytes would pass.
         return "(body)", f"the body is not valid UTF-8 (byte {exc.start})"
     # Lone surrogates and NUL can only arrive as \u escapes (raw ones are invalid UTF-8 or
-    # invalid JSON), and a document cannot nest deeper than it has brackets: most bodies
-    # need no second parse.
-    if "\\u" not in text and text.count("[") + text.count("{") <= max_depth:
+    # invalid JSON), a document cannot nest deeper than it has brackets, and a number JSON
+    # cannot carry needs a constant, an exponent or hundreds of digits: most bodies need no
+    # second parse.
+    if (
+        "\\u" not in text
+        and text.count("[") + text.count("{") <= max_depth
+        and _NUMBER_SUSPECT.search(text) is None
+    ):
         return None
     try:
-        document = json.loads(text)
+        document = parse_checked(text)
     except RecursionError:
         return "(body)", f"nests deeper than {max_depth} levels"
     except ValueError:
@@ -126,6 +177,12 @@ def _is_json(content_type: str | None) -> bool:
     return kind == "application/json" or (
         kind.startswith("application/") and kind.endswith("+json")
     )
+
+
+def _is_form(content_type: str | None) -> bool:
+    """Uploads and forms: never JSON, not worth a look."""
+    kind = (content_type or "").split(";", 1)[0].strip().lower()
+    return kind in ("multipart/form-data", "application/x-www-form-urlencoded")
 
 
 def _refusal(field: str, message: str) -> Response:
@@ -176,11 +233,14 @@ class RequestGuard:
             if not message.get("more_body", False):
                 break
         body = b"".join(chunks)
-        if _is_json(headers.get("content-type")):
+        declared = _is_json(headers.get("content-type"))
+        if declared or not _is_form(headers.get("content-type")):
             if len(body) > _THREAD_ABOVE:
-                problem = await asyncio.to_thread(check_json_body, body, self.max_depth)
+                problem = await asyncio.to_thread(
+                    check_json_body, body, self.max_depth, declared=declared
+                )
             else:
-                problem = check_json_body(body, self.max_depth)
+                problem = check_json_body(body, self.max_depth, declared=declared)
             if problem is not None:
                 await _refusal(*problem)(scope, receive, send)
                 return

@@ -155,7 +155,7 @@ def _prepare_rest(
     routers = load_routes()
     from dagwright.composition import import_data_layer
     from dagwright.services.human import HumanService
-    from dagwright.services.triggers import TriggerService
+    from dagwright.services.triggers import TriggerService, WebhookPolicy
 
     later = LaterServices(
         examples=process.examples(),
@@ -169,7 +169,16 @@ def _prepare_rest(
         routers=routers,
         later=later,
         # Cron schedules and webhooks (routes/triggers.py); every replica schedules, one fires.
-        triggers=TriggerService(engine, apps, runs, services.secrets, queue=queue),
+        triggers=TriggerService(
+            engine,
+            apps,
+            runs,
+            services.secrets,
+            queue=queue,
+            webhooks=WebhookPolicy(
+                services.settings.webhook_tolerance, services.settings.webhook_rate_limit
+            ),
+        ),
         # ... and AutoTQA conversations waiting for a tool call's approval (tqa/approvals.py).
         human=HumanService(engine, apps, runs, conversations=later.tqa),
     )

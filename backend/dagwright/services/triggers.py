@@ -10,33 +10,50 @@ than GRACE seconds old by the time a scheduler sees it. The trigger's `catch_up`
 happens to missed ticks: `latest` (the default) fires the most recent one only, `skip` fires
 none, `all` fires each (at most MAX_CATCH_UP, the most recent ones). Ticks that are not
 missed always fire.
+
+A webhook call (docs/security/webhooks.md) is checked before anything is written: the
+trigger must have a secret, the call must be signed with it and timestamped within the
+tolerance (services/webhook_signing.py), its body must be JSON and its inputs must fit the
+published version's (the check published calls go through). Only then is a firing claimed,
+in one transaction with the signature (a replay inside the window is refused) and under the
+trigger's rate limit (firings per minute, on every replica). A claimed firing is always
+settled, with its run or with the error that stopped it.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import hashlib
-import hmac
 import json
 import logging
-from collections.abc import Mapping
-from datetime import UTC, datetime, timedelta
+from collections.abc import Coroutine, Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Final
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from sqlalchemy import Engine
 
-from dagwright.errors import AuthError, DagwrightError, InputError, NotFoundError
+from dagwright.errors import (
+    AuthError,
+    DagwrightError,
+    InputError,
+    NotFoundError,
+    RetryLaterError,
+)
 from dagwright.registry.services import Secrets
-from dagwright.secrets import check_secret_name
+from dagwright.runtime.executor import resolve_inputs
+from dagwright.runtime.plan import CompiledFlow
+from dagwright.secrets import SecretNotFoundError, check_secret_name
 from dagwright.services.apps import AppService
+from dagwright.services.inputs import check_input_types
 from dagwright.services.runs.service import RunService
+from dagwright.services.webhook_signing import SIGNATURE_HEADER, TIMESTAMP_HEADER, verify
 from dagwright.store.db import session
-from dagwright.store.models import utcnow
+from dagwright.store.models import Version, utcnow
 from dagwright.store.paging import DEFAULT_LIMIT, Page, window
 from dagwright.store.trigger_models import Trigger, TriggerFiring
-from dagwright.store.triggers import TriggerRepository
+from dagwright.store.triggers import TriggerRepository, WebhookClaim
 
 if TYPE_CHECKING:
     # Queue mode only: Procrastinate and psycopg load with it (about 0.2 s at start-up).
@@ -49,11 +66,25 @@ MAX_CATCH_UP: Final = 100
 POLL: Final = 1.0  # seconds between a scheduler's looks (cron has one-second fields)
 KINDS: Final = ("cron", "webhook")
 CATCH_UP: Final = ("latest", "skip", "all")
-SIGNATURE_HEADER: Final = "X-Dagwright-Signature"
+__all__ = ["SIGNATURE_HEADER", "TIMESTAMP_HEADER", "TriggerService", "WebhookPolicy"]
 
 
 class TriggerError(DagwrightError):
     code = "invalid_trigger"
+
+
+class WebhookRateLimitedError(RetryLaterError):
+    """The webhook fired its limit of times in the last minute (HTTP 429 + Retry-After)."""
+
+    code = "webhook_rate_limited"
+
+
+@dataclass(frozen=True)
+class WebhookPolicy:
+    """The settings webhook_tolerance and webhook_rate_limit."""
+
+    tolerance: float = 300.0  # seconds a signed timestamp may be off; signatures kept as long
+    rate_limit: int = 60  # firings of one webhook per minute
 
 
 def _aware(value: datetime | None) -> datetime | None:
@@ -108,11 +139,6 @@ def due_ticks(ticks: list[datetime], now: datetime, catch_up: str) -> list[datet
     return chosen + on_time
 
 
-def signature(secret: str, body: bytes) -> str:
-    """The X-Dagwright-Signature value for a body: `sha256=` and the HMAC's hex digest."""
-    return "sha256=" + hmac.new(secret.encode(), body, hashlib.sha256).hexdigest()
-
-
 def _pick(body: Any, path: str) -> Any:
     value = body
     for part in path.split("."):
@@ -126,17 +152,38 @@ def _pick(body: Any, path: str) -> Any:
 
 
 def webhook_inputs(trigger: Trigger, body: Any) -> dict[str, Any]:
-    """The run's inputs: the trigger's fixed inputs, then each mapped path of the body (or,
-    with no mapping, the body's own keys)."""
+    """The run's inputs: the trigger's fixed inputs, and each mapped path of the body (or,
+    with no mapping, the body's own keys). A caller never overrides a fixed input: a body key
+    naming one is refused (a mapping cannot name one: _check refuses that trigger)."""
     inputs = dict(trigger.inputs)
     if trigger.input_map:
         for name, path in trigger.input_map.items():
             inputs[name] = _pick(body, path)
     elif isinstance(body, dict):
+        fixed = sorted(set(body) & set(trigger.inputs))
+        if fixed:
+            raise InputError(
+                f"the webhook body sets {', '.join(map(repr, fixed))}, fixed by the trigger "
+                "(a caller cannot override a trigger's fixed inputs)"
+            )
         inputs.update(body)
     else:
         raise InputError("the webhook body must be a JSON object, or the trigger must map it")
     return inputs
+
+
+def read_body(body: bytes) -> Any:
+    """The webhook body as JSON (empty: {}). Strict UTF-8: json.loads on bytes would let
+    surrogates encoded as bytes through. The request boundary (api/boundary.py) has refused
+    what JSON may hold but cannot be stored, whatever the content type."""
+    if not body:
+        return {}
+    try:
+        return json.loads(body.decode("utf-8"))
+    except UnicodeDecodeError as exc:
+        raise InputError(f"the webhook body is not UTF-8 text (byte {exc.start})") from None
+    except (ValueError, RecursionError):  # RecursionError: nesting too deep to read
+        raise InputError("the webhook body is not JSON") from None
 
 
 class TriggerService:
@@ -149,12 +196,14 @@ class TriggerService:
         *,
         poll: float = POLL,
         queue: RunQueue | None = None,
+        webhooks: WebhookPolicy | None = None,
     ) -> None:
         self.engine = engine
         self.apps = apps
         self.runs = runs
         self.secrets = secrets
         self.poll = poll
+        self.webhooks = webhooks or WebhookPolicy()
         # Queue mode (services/queue): a firing queues its run for a worker.
         self.queue = queue
         self._task: asyncio.Task[None] | None = None
@@ -189,6 +238,32 @@ class TriggerService:
                 check_secret_name(trigger.secret_name)
             except ValueError as exc:
                 raise TriggerError(str(exc)) from None
+        if trigger.kind == "webhook" and trigger.enabled:  # a disabled one fires nothing
+            self._check_webhook(trigger)
+
+    def _check_webhook(self, trigger: Trigger) -> None:
+        """A webhook anyone could call unsigned would start runs for anyone: it needs a
+        secret that is set (and not empty), and no mapping onto a fixed input."""
+        if not trigger.secret_name:
+            raise TriggerError(
+                "a webhook needs secret_name: the name of a secret (set it first with PUT "
+                "/api/v1/secrets/{name}) whose value signs its calls"
+            )
+        try:
+            value = self.secrets.get(trigger.secret_name)
+        except SecretNotFoundError:
+            value = ""
+        if not value:
+            raise TriggerError(
+                f"secret {trigger.secret_name!r} is not set (or empty): set it first with "
+                f"PUT /api/v1/secrets/{trigger.secret_name}, then name it here"
+            )
+        both = sorted(set(trigger.input_map) & set(trigger.inputs))
+        if both:
+            raise TriggerError(
+                f"input_map maps {', '.join(map(repr, both))}, which inputs fixes: "
+                "a fixed input cannot come from the body"
+            )
 
     def for_app(self, app_ref: str) -> list[Trigger]:
         app = self.apps.get_app(app_ref)
@@ -253,30 +328,53 @@ class TriggerService:
         firing = await asyncio.to_thread(self._claim, trigger, tick)
         if firing is None:
             return None
+
+        async def launch() -> str:
+            version, plan = await asyncio.to_thread(self._published, trigger.app_id)
+            return await self._launch(trigger, version.id, plan, inputs)
+
+        return await self._run_firing(firing, launch())
+
+    def _published(self, app_id: str) -> tuple[Version, CompiledFlow]:
+        version = self.apps.get_version(app_id, "published")
+        return version, self.apps.compiled(version)
+
+    async def _launch(
+        self, trigger: Trigger, version_id: str, plan: CompiledFlow, inputs: Mapping[str, Any]
+    ) -> str:
+        """The run of a firing, started here or queued for a worker (queue mode)."""
+        if self.queue is not None:
+            from dagwright.services.queue.jobs import Priority
+
+            return await self.queue.submit(
+                plan,
+                inputs,
+                app_id=trigger.app_id,
+                version_id=version_id,
+                mode=trigger.kind,
+                priority=Priority.SCHEDULED,
+            )
+        live = await self.runs.start(
+            plan, inputs, app_id=trigger.app_id, version_id=version_id, mode=trigger.kind
+        )
+        return live.run_id
+
+    async def _run_firing(
+        self, firing: TriggerFiring, launching: Coroutine[Any, Any, str]
+    ) -> TriggerFiring:
+        """Start a claimed firing's run and settle the firing whatever happens: with its run,
+        or failed with the error (an unexpected one is settled, then raised)."""
         run_id: str | None = None
         error: str | None = None
         try:
-            version = await asyncio.to_thread(self.apps.get_version, trigger.app_id, "published")
-            plan = await asyncio.to_thread(self.apps.compiled, version)
-            if self.queue is not None:
-                from dagwright.services.queue.jobs import Priority
-
-                run_id = await self.queue.submit(
-                    plan,
-                    inputs,
-                    app_id=trigger.app_id,
-                    version_id=version.id,
-                    mode=trigger.kind,
-                    priority=Priority.SCHEDULED,
-                )
-            else:
-                live = await self.runs.start(
-                    plan, inputs, app_id=trigger.app_id, version_id=version.id, mode=trigger.kind
-                )
-                run_id = live.run_id
+            run_id = await launching
         except DagwrightError as exc:
             error = f"{exc.code}: {exc.message}"
-        await asyncio.to_thread(self._settle, firing.id, run_id, error)
+        except BaseException as exc:  # a bug or a cancel: never leave the firing `started`
+            error = f"internal: {type(exc).__name__}"
+            await asyncio.shield(asyncio.to_thread(self._settle, firing.id, None, error))
+            raise
+        await asyncio.shield(asyncio.to_thread(self._settle, firing.id, run_id, error))
         firing.run_id, firing.error = run_id, error
         firing.status = "failed" if error else "started"
         return firing
@@ -308,31 +406,78 @@ class TriggerService:
             TriggerRepository(db).advance(trigger_id, tick)
             db.commit()
 
-    async def receive(self, trigger_id: str, body: bytes, signed: str | None) -> TriggerFiring:
-        """A webhook call: check the signature (when the trigger has a secret), map the JSON
-        body to inputs and fire."""
+    async def receive(
+        self, trigger_id: str, body: bytes, signatures: list[str], timestamps: list[str]
+    ) -> TriggerFiring:
+        """A webhook call (the module doc): checked whole, then fired. Nothing is written
+        for a call that is unsigned, badly signed, stale, replayed, rate-limited, or whose
+        body or inputs do not fit."""
         trigger = await asyncio.to_thread(self.get, trigger_id)
         if trigger.kind != "webhook" or not trigger.enabled:
             raise NotFoundError(f"no webhook {trigger_id!r}")
-        if trigger.secret_name is not None:
-            secret = await asyncio.to_thread(self.secrets.get, trigger.secret_name)
-            if signed is None or not hmac.compare_digest(signed, signature(secret, body)):
-                raise AuthError(
-                    f"the webhook needs a valid {SIGNATURE_HEADER} header "
-                    "(sha256=<HMAC-SHA256 of the body with the trigger's secret, hex>)",
-                    "invalid_signature",
-                )
+        secret = await asyncio.to_thread(self._secret_of, trigger)
+        now = utcnow()
+        signed = verify(
+            secret,
+            body,
+            signatures,
+            timestamps,
+            now=now.timestamp(),
+            tolerance=self.webhooks.tolerance,
+        )
+        inputs = webhook_inputs(trigger, read_body(body))
+        version, plan = await asyncio.to_thread(self._published, trigger.app_id)
+        check_input_types(plan, inputs)  # as a published call's inputs are checked
+        resolve_inputs(plan, inputs)  # unknown and missing inputs, before any row
+        # Remembered as long as its timestamp would pass: after that it is refused as stale.
+        expires = datetime.fromtimestamp(signed.timestamp + self.webhooks.tolerance, UTC)
+        firing = await asyncio.to_thread(self._claim_call, trigger, signed.digest, expires)
+
+        async def launch() -> str:
+            return await self._launch(trigger, version.id, plan, inputs)
+
+        return await self._run_firing(firing, launch())
+
+    def _secret_of(self, trigger: Trigger) -> str:
+        """The webhook's secret; a webhook without one (made before secrets were required,
+        or whose secret was deleted) accepts no calls."""
         try:
-            parsed = json.loads(body) if body else {}
-        except (ValueError, RecursionError):  # RecursionError: nesting too deep to read
-            raise InputError("the webhook body is not JSON") from None
-        inputs = webhook_inputs(trigger, parsed)
-        tick = utcnow()
+            value = self.secrets.get(trigger.secret_name) if trigger.secret_name else ""
+        except SecretNotFoundError:
+            value = ""
+        if not value:
+            raise AuthError(
+                "this webhook has no secret set, so no call can be verified: an admin must "
+                "set one (PATCH /api/v1/triggers/{id} with secret_name) before it fires",
+                "webhook_unsigned",
+            )
+        return value
+
+    def _claim_call(self, trigger: Trigger, digest: str, expires: datetime) -> TriggerFiring:
+        limit = self.webhooks.rate_limit
         while True:  # two calls in the same microsecond: the later one takes the next
-            firing = await self.fire(trigger, tick, inputs)
-            if firing is not None:
-                return firing
-            tick += timedelta(microseconds=1)
+            firing = TriggerFiring(
+                trigger_id=trigger.id, tick=utcnow(), status="started", replica=self.runs.lease_id
+            )
+            with session(self.engine) as db:
+                claim: WebhookClaim = TriggerRepository(db).claim_webhook(
+                    firing, digest, expires, limit
+                )
+                if claim.firing is not None:
+                    db.commit()
+                    return claim.firing
+            if claim.replayed:
+                raise AuthError(
+                    "this signed call was received before (a replay): sign each call anew, "
+                    f"with a fresh {TIMESTAMP_HEADER}",
+                    "signature_replayed",
+                )
+            if claim.limited is not None:
+                raise WebhookRateLimitedError(
+                    f"this webhook fired {limit} times in the last minute, its limit "
+                    f"(DAGWRIGHT_WEBHOOK_RATE_LIMIT); try again in {claim.limited:.0f}s",
+                    claim.limited,
+                )
 
     # -- the scheduler ----------------------------------------------------------------------
 

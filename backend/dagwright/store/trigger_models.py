@@ -49,3 +49,15 @@ class TriggerFiring(SQLModel, table=True):
     error: str | None = Field(default=None, sa_column=Column(Text, nullable=True))
     replica: str = Field(default="", max_length=64)
     created_at: datetime = Field(default_factory=utcnow)
+
+
+class WebhookDelivery(SQLModel, table=True):
+    """A signed webhook call that fired (migration 0022): its signature is refused again
+    until `expires_at` (the end of the timestamp window it was valid in), on every replica
+    and after restarts. Rows past it are deleted as the trigger fires again."""
+
+    __tablename__ = "webhook_deliveries"
+
+    trigger_id: str = Field(primary_key=True, max_length=32)
+    signature: str = Field(primary_key=True, max_length=64)  # the HMAC's hex digest
+    expires_at: datetime = Field(index=True)

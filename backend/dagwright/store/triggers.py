@@ -3,15 +3,28 @@ store's repository style (see store/apps.py)."""
 
 from __future__ import annotations
 
-from datetime import datetime
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 
-from sqlalchemy import update
+from sqlalchemy import delete, func, update
 from sqlalchemy.exc import IntegrityError
 from sqlmodel import Session, col, select
 
 from dagwright.errors import NotFoundError
 from dagwright.store.paging import Page, Window, fetch_page
-from dagwright.store.trigger_models import Trigger, TriggerFiring
+from dagwright.store.trigger_models import Trigger, TriggerFiring, WebhookDelivery
+
+RATE_WINDOW = timedelta(minutes=1)  # a webhook's rate limit counts its firings in this window
+
+
+@dataclass(frozen=True)
+class WebhookClaim:
+    """What claiming a webhook call came to: `firing` when it fired; else it was a replay, or
+    `limited` seconds must pass before the trigger fires again."""
+
+    firing: TriggerFiring | None = None
+    replayed: bool = False
+    limited: float | None = None
 
 
 class TriggerRepository:
@@ -58,6 +71,56 @@ class TriggerRepository:
         if trigger.kind == "cron":
             self.advance(trigger.id, firing.tick)
         return True
+
+    def claim_webhook(
+        self,
+        firing: TriggerFiring,
+        signature: str,
+        expires_at: datetime,
+        limit: int,
+    ) -> WebhookClaim:
+        """Records a signed webhook call's firing and its signature in one transaction (the
+        caller commits), unless the signature was seen before its window ended (a replay) or
+        the trigger fired `limit` times in the last RATE_WINDOW. Calls of one trigger are
+        taken one at a time, on every replica: the first statement writes the trigger's row,
+        which holds its lock (PostgreSQL's row lock, SQLite's write lock) to the commit, so
+        the count and the replay check see every firing committed before. A tick another
+        call took in the same microsecond rolls back (the caller tries the next)."""
+        now = firing.tick
+        self.advance(firing.trigger_id, now)  # webhooks: the latest call that fired
+        self._db.exec(
+            delete(WebhookDelivery).where(
+                col(WebhookDelivery.trigger_id) == firing.trigger_id,
+                col(WebhookDelivery.expires_at) < now,
+            )
+        )
+        if self._db.get(WebhookDelivery, (firing.trigger_id, signature)) is not None:
+            self._db.rollback()
+            return WebhookClaim(replayed=True)
+        count, oldest = self._db.exec(
+            select(func.count(), func.min(TriggerFiring.tick)).where(
+                TriggerFiring.trigger_id == firing.trigger_id,
+                TriggerFiring.tick > now - RATE_WINDOW,
+            )
+        ).one()
+        if count >= limit:
+            self._db.rollback()
+            if oldest is not None and oldest.tzinfo is None:  # SQLite: naive, in UTC
+                oldest = oldest.replace(tzinfo=now.tzinfo)
+            wait = (oldest + RATE_WINDOW - now).total_seconds() if oldest else 1.0
+            return WebhookClaim(limited=max(wait, 0.001))
+        self._db.add(
+            WebhookDelivery(
+                trigger_id=firing.trigger_id, signature=signature, expires_at=expires_at
+            )
+        )
+        self._db.add(firing)
+        try:
+            self._db.flush()
+        except IntegrityError:
+            self._db.rollback()
+            return WebhookClaim()
+        return WebhookClaim(firing=firing)
 
     def settle(self, firing_id: str, run_id: str | None, error: str | None) -> None:
         """The firing's run, or why it could not start."""

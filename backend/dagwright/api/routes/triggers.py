@@ -1,5 +1,6 @@
 """Triggers of an app (cron schedules, webhooks): managed with the admin token; a webhook
-is called at /api/v1/hooks/{trigger_id}, signed when its trigger has a secret."""
+is called at /api/v1/hooks/{trigger_id}, signed with its trigger's secret and timestamped
+(services/webhook_signing.py, docs/security/webhooks.md)."""
 
 from __future__ import annotations
 
@@ -12,7 +13,8 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from dagwright.api.routes.access import Admin
 from dagwright.api.schemas import Paging
-from dagwright.services.triggers import SIGNATURE_HEADER, TriggerService
+from dagwright.services.triggers import TriggerService
+from dagwright.services.webhook_signing import FORMAT, SIGNATURE_HEADER, TIMESTAMP_HEADER
 from dagwright.store.paging import Page
 from dagwright.store.trigger_models import Trigger, TriggerFiring
 
@@ -35,7 +37,11 @@ class TriggerIn(BaseModel):
     catch_up: Literal["latest", "skip", "all"] = "latest"
     inputs: dict[str, Any] = Field(default_factory=dict)
     input_map: dict[str, str] = Field(default_factory=dict)
-    secret_name: str | None = None
+    secret_name: str | None = Field(
+        None,
+        description="webhook: the secret (set first, PUT /api/v1/secrets/{name}) that signs "
+        f"its calls; required for a webhook. Each call sends {FORMAT}",
+    )
 
 
 class TriggerPatch(BaseModel):
@@ -73,7 +79,7 @@ async def list_triggers(app: str, request: Request) -> dict[str, Any]:
 async def create_trigger(app: str, body: TriggerIn, request: Request) -> dict[str, Any]:
     """A cron schedule (`cron`, `timezone`, the fixed `inputs`, `catch_up` for ticks missed
     while no server ran) or a webhook (`input_map` from body paths to inputs, `secret_name`
-    to require an HMAC signature)."""
+    to sign its calls; required for a webhook: see call_webhook)."""
     return trigger_body(_service(request).create(app, body.model_dump()))
 
 
@@ -97,13 +103,20 @@ async def list_firings(trigger_id: str, request: Request, page: Paging) -> Page[
 
 @router.post("/hooks/{trigger_id}", status_code=202, response_model=None)
 async def call_webhook(trigger_id: str, request: Request) -> JSONResponse:
-    """Fire the webhook: the JSON body becomes the run's inputs (through the trigger's
-    mapping). With a secret, `X-Dagwright-Signature: sha256=<hex HMAC-SHA256 of the body>`
-    is required (401 otherwise). Answers 202 with the run id (a run that could not start is
-    a failed firing, 422 with its reason)."""
+    """Fire the webhook: the JSON body (whatever its content type) becomes the run's inputs
+    through the trigger's mapping, or its keys are the inputs; a key naming one of the
+    trigger's fixed inputs is refused (422). Every call is signed: `X-Dagwright-Timestamp:
+    <Unix seconds>` and `X-Dagwright-Signature: sha256=<hex HMAC-SHA256 of
+    "<timestamp>.<body>" with the trigger's secret>`. A missing, malformed or wrong
+    signature, a timestamp more than DAGWRIGHT_WEBHOOK_TOLERANCE seconds off, or a call
+    received before (a replay) is 401; more than DAGWRIGHT_WEBHOOK_RATE_LIMIT firings a
+    minute is 429 with Retry-After; inputs that do not fit the published version are 422.
+    None of these writes anything. Answers 202 with the run id (a run that could not start
+    is a failed firing, 422 with its reason)."""
     body = await request.body()
+    headers = request.headers
     firing = await _service(request).receive(
-        trigger_id, body, request.headers.get(SIGNATURE_HEADER)
+        trigger_id, body, headers.getlist(SIGNATURE_HEADER), headers.getlist(TIMESTAMP_HEADER)
     )
     if firing.error is not None:
         return JSONResponse(
