@@ -31,7 +31,8 @@ def check_admin(request: Request, admin_token: str | None, required: bool) -> No
             "this API needs the admin token: send 'Authorization: Bearer <token>'",
             code="admin_token_required",
         )
-    if admin_token is None or not hmac.compare_digest(token, admin_token):
+    # As bytes: compare_digest refuses text that is not ASCII (a header of any bytes is).
+    if admin_token is None or not hmac.compare_digest(token.encode(), admin_token.encode()):
         raise ForbiddenError("the admin token is wrong", code="admin_token_invalid")
 
 
