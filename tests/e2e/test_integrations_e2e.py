@@ -208,6 +208,7 @@ def test_the_mcp_tool_form_lists_the_servers_tools_with_their_schema(
 
 def test_triggers_are_added_disabled_and_deleted(page: Page, server: LiveServer) -> None:
     server.api.published_app("e2e-triggers", example("hello"))
+    assert server.api.http.put("/api/v1/secrets/shop_key", json={"value": "k3y"}).status_code == 204
     page.goto("/#/apps/e2e-triggers/triggers")
     expect(page.get_by_text("No trigger yet.")).to_be_visible()
 
@@ -227,13 +228,22 @@ def test_triggers_are_added_disabled_and_deleted(page: Page, server: LiveServer)
     new.get_by_label("Name").fill("shop")
     new.get_by_label("Body mapping").fill('{"name": "customer.first"}')
     new.get_by_role("button", name="Add trigger").click()
+    expect(page.get_by_role("alert")).to_contain_text("needs secret_name")  # none: refused
+    new.get_by_label("Signing secret").fill("shop_key")
+    new.get_by_role("button", name="Add trigger").click()
     hook_url = page.get_by_test_id("trigger-shop").get_by_test_id("webhook-url")
     expect(hook_url).to_contain_text("/api/v1/hooks/")
+    expect(page.get_by_test_id("trigger-shop")).to_contain_text("X-Dagwright-Timestamp")
 
-    # The URL shown fires the app with the body mapped to its input.
+    # The URL shown fires the app with the body mapped to its input, signed as shown.
+    import json
+
     import httpx
 
-    fired = httpx.post(hook_url.inner_text(), json={"customer": {"first": "Ann"}})
+    from dagwright.services.webhook_signing import signed_headers
+
+    body = json.dumps({"customer": {"first": "Ann"}}).encode()
+    fired = httpx.post(hook_url.inner_text(), content=body, headers=signed_headers("k3y", body))
     assert fired.status_code == 202
     page.get_by_test_id("trigger-shop").get_by_role("button", name="Firings").click()
     expect(page.get_by_test_id("trigger-shop").get_by_role("list", name="Firings")).to_contain_text(

@@ -60,12 +60,18 @@ def add_webhook(
         typer.Option("--map", "-m", help="input=dotted.path.in.the.body (default: the body)."),
     ] = None,
     secret: Annotated[
-        str | None, typer.Option(help="A secret's name: calls must be HMAC-signed with it.")
+        str | None,
+        typer.Option(
+            help="The name of a secret set first (PUT "
+            "/api/v1/secrets/{name}) that signs the calls; required."
+        ),
     ] = None,
     url: Url = DEFAULT_URL,
     token: Token = None,
 ) -> None:
-    """A URL that runs the app with its JSON body as inputs."""
+    """A URL that runs the app with its JSON body as inputs. Each call is signed: header
+    X-Dagwright-Timestamp: <Unix seconds> and X-Dagwright-Signature: sha256=<hex HMAC-SHA256
+    of "<timestamp>.<body>" with the secret>; a stale (300 s) or replayed call is refused."""
     body = {
         "kind": "webhook",
         "name": name,

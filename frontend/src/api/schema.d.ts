@@ -298,7 +298,7 @@ export interface paths {
          * Create Trigger
          * @description A cron schedule (`cron`, `timezone`, the fixed `inputs`, `catch_up` for ticks missed
          *     while no server ran) or a webhook (`input_map` from body paths to inputs, `secret_name`
-         *     to require an HMAC signature).
+         *     to sign its calls; required for a webhook: see call_webhook).
          */
         post: operations["create_trigger_api_v1_apps__app__triggers_post"];
         delete?: never;
@@ -764,10 +764,16 @@ export interface paths {
         put?: never;
         /**
          * Call Webhook
-         * @description Fire the webhook: the JSON body becomes the run's inputs (through the trigger's
-         *     mapping). With a secret, `X-Dagwright-Signature: sha256=<hex HMAC-SHA256 of the body>`
-         *     is required (401 otherwise). Answers 202 with the run id (a run that could not start is
-         *     a failed firing, 422 with its reason).
+         * @description Fire the webhook: the JSON body (whatever its content type) becomes the run's inputs
+         *     through the trigger's mapping, or its keys are the inputs; a key naming one of the
+         *     trigger's fixed inputs is refused (422). Every call is signed: `X-Dagwright-Timestamp:
+         *     <Unix seconds>` and `X-Dagwright-Signature: sha256=<hex HMAC-SHA256 of
+         *     "<timestamp>.<body>" with the trigger's secret>`. A missing, malformed or wrong
+         *     signature, a timestamp more than DAGWRIGHT_WEBHOOK_TOLERANCE seconds off, or a call
+         *     received before (a replay) is 401; more than DAGWRIGHT_WEBHOOK_RATE_LIMIT firings a
+         *     minute is 429 with Retry-After; inputs that do not fit the published version are 422.
+         *     None of these writes anything. Answers 202 with the run id (a run that could not start
+         *     is a failed firing, 422 with its reason).
          */
         post: operations["call_webhook_api_v1_hooks__trigger_id__post"];
         delete?: never;
@@ -2762,7 +2768,10 @@ export interface components {
             kind: "cron" | "webhook";
             /** Name */
             name: string;
-            /** Secret Name */
+            /**
+             * Secret Name
+             * @description webhook: the secret (set first, PUT /api/v1/secrets/{name}) that signs its calls; required for a webhook. Each call sends X-Dagwright-Timestamp: <Unix time, seconds> and X-Dagwright-Signature: sha256=<hex HMAC-SHA256 of "<timestamp>.<body>" with the trigger's secret>
+             */
             secret_name?: string | null;
             /**
              * Timezone

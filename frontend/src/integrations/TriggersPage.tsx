@@ -92,15 +92,29 @@ function NewTrigger({ slug, onCreated, onError }: { slug: string; onCreated: () 
             <input className="input" aria-label="Body mapping" value={inputs} onChange={(e) => setInputs(e.target.value)} />
           </label>
           <label>
-            Signing secret (name){" "}
+            Signing secret (name, required){" "}
             <input className="input" aria-label="Signing secret" value={secret} onChange={(e) => setSecret(e.target.value)} />
           </label>
+          <p className="muted">
+            The name of a secret set first (Secrets, or PUT /api/v1/secrets/&lt;name&gt;). <SignatureFormat />
+          </p>
         </>
       )}
       <button className="btn btn-primary" onClick={create}>
         Add trigger
       </button>
     </section>
+  );
+}
+
+// How a webhook call is signed (docs/integrations.md#webhooks, services/webhook_signing.py).
+function SignatureFormat() {
+  return (
+    <>
+      Each call sends <code>X-Dagwright-Timestamp: &lt;Unix seconds&gt;</code> and{" "}
+      <code>X-Dagwright-Signature: sha256=&lt;hex HMAC-SHA256 of &quot;&lt;timestamp&gt;.&lt;body&gt;&quot; with the secret&gt;</code>; a call
+      more than 5 minutes old, or sent twice, is refused.
+    </>
   );
 }
 
@@ -118,7 +132,14 @@ function TriggerRow({ trigger, onChanged, onError }: { trigger: Trigger; onChang
       ) : (
         <p>
           POST <code data-testid="webhook-url">{window.location.origin + (trigger.url ?? "")}</code>
-          {trigger.secret_name ? <> signed with the secret <code>{trigger.secret_name}</code></> : " (unsigned)"}
+          {trigger.secret_name ? (
+            <>
+              {" "}
+              signed with the secret <code>{trigger.secret_name}</code>. <SignatureFormat />
+            </>
+          ) : (
+            " (no secret: it refuses every call until one is set)"
+          )}
         </p>
       )}
       <button className="btn" onClick={() => triggersApi.update(trigger.id, { enabled: !trigger.enabled }).then(onChanged, onError)}>
