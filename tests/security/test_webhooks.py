@@ -108,6 +108,9 @@ def test_a_signed_call_fires_once_and_its_replay_is_refused(server: LiveServer) 
     assert rows(server, "trigger_firings", trigger_id) == 1
     assert rows(server, "webhook_deliveries", trigger_id) == 1
     assert runs_of(server, slug) == 1
+    # Deleting the webhook deletes the signatures it remembered.
+    assert server.api.http.delete(f"/api/v1/triggers/{trigger_id}").status_code == 204
+    assert rows(server, "webhook_deliveries", trigger_id) == 0
 
 
 def test_timestamps_outside_the_window_are_refused(server: LiveServer) -> None:

@@ -51,6 +51,8 @@ class TriggerRepository:
 
     def delete(self, trigger: Trigger) -> None:
         self._db.delete(trigger)
+        # Its remembered signatures go with it: no later firing would expire them.
+        self._db.exec(delete(WebhookDelivery).where(col(WebhookDelivery.trigger_id) == trigger.id))
 
     def advance(self, trigger_id: str, tick: datetime) -> None:
         """Records `tick` as the trigger's latest claimed tick."""
