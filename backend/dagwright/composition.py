@@ -263,6 +263,7 @@ class Composition:
                 limits=query_limits(self.settings),
                 paths=self.source_paths,
                 embedders=self.embedder,
+                egress=self.egress,
             )
             self._stack.callback(data.close)
             return data
@@ -282,7 +283,7 @@ class Composition:
             from dagwright.services.data_sources import settings_table_access
 
             tables = settings_table_access(
-                self.secrets(), self.settings, self.source_paths, self.embedder
+                self.secrets(), self.settings, self.source_paths, self.embedder, self.egress
             )
             self._stack.callback(tables.close)
             return tables
