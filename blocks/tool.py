@@ -14,7 +14,14 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypedDict
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import to_jsonable_python
 
 from dagwright.egress import EgressDeniedError
@@ -92,6 +99,12 @@ class HttpRequestConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     method: HttpMethod = Field("GET", description="The HTTP method.")
+    # Before url: url's validator reads it.
+    variable_host: bool = Field(
+        False,
+        description="Let template variables set the URL's scheme, host or port. Off, the "
+        "server is the one the URL writes, whatever a caller sends.",
+    )
     url: str = Field(
         description="The address, a Jinja2 template: each variable it uses, such as {{ id }}, "
         "becomes an input port. Write {{ q | urlencode }} for a value inside a path or query."
@@ -104,11 +117,6 @@ class HttpRequestConfig(BaseModel):
         default_factory=dict,
         description="Header name -> secret name, e.g. Authorization -> github_token. The "
         "value is read from the run's secrets and never shown.",
-    )
-    variable_host: bool = Field(
-        False,
-        description="Let template variables set the URL's scheme, host or port. Off, the "
-        "server is the one the URL writes, whatever a caller sends.",
     )
     query: dict[str, str] = Field(
         default_factory=dict,
@@ -135,10 +143,17 @@ class HttpRequestConfig(BaseModel):
 
     @field_validator("url")
     @classmethod
-    def _url_parses(cls, url: str) -> str:
+    def _url_parses(cls, url: str, info: ValidationInfo) -> str:
         check_template(url, field="url")
         if not _JINJA_SYNTAX.search(url):
             _check_url(url.strip())
+        elif not info.data.get("variable_host", False) and _template_origin(url) is None:
+            raise ValueError(
+                "a template variable sits in the URL's scheme, host or port (before the '/' "
+                "that ends the host), so a caller could send the request to another server: "
+                "write them literally (https://api.example.com/{{ path }}), or set "
+                "variable_host to allow it"
+            )
         return url
 
     @field_validator("headers")
@@ -159,17 +174,6 @@ class HttpRequestConfig(BaseModel):
             _check_header_name(name)
             check_secret_name(secret)
         return secret_headers
-
-    @model_validator(mode="after")
-    def _host_is_literal(self) -> HttpRequestConfig:
-        if not self.variable_host and _template_origin(self.url) is None:
-            raise ValueError(
-                "url: a template variable sits in the scheme, host or port (before the '/' "
-                "that ends the host), so a caller could send the request to another server: "
-                "write them literally (https://api.example.com/{{ path }}), or set "
-                "variable_host to allow it"
-            )
-        return self
 
     @model_validator(mode="after")
     def _no_header_twice(self) -> HttpRequestConfig:
