@@ -208,24 +208,6 @@ class EgressPolicy:
             self.check_address(host, port, address)
         return addresses
 
-    def check_url(self, url: str) -> None:
-        """Refuses early (before any request) a URL whose host is refused now; the
-        connect-time check still decides, since a name may resolve differently later."""
-        from urllib.parse import urlsplit
-
-        parts = urlsplit(url)
-        if parts.hostname is None:
-            return
-        default = 443 if parts.scheme == "https" else 80
-        try:
-            port = parts.port or default
-        except ValueError:
-            return  # the HTTP client reports the bad port
-        try:
-            self.resolve(parts.hostname, port)
-        except OSError:
-            return  # the HTTP client reports the unknown host, as before
-
 
 def own_addresses(bind_host: str | None = None) -> list[str]:
     """This host's addresses as far as it knows them: its name's addresses and the address

@@ -229,7 +229,7 @@ def test_a_name_that_rebinds_to_loopback_is_refused_at_connect(canary: Canary) -
     resolver = _Rebinding()
     policy = EgressPolicy().with_resolver(resolver)
     url = f"http://rebind.example:{canary.port}/steal"
-    policy.check_url(url)  # the first answer is public: an early check alone would pass
+    policy.resolve("rebind.example", canary.port)  # public: an early check alone would pass
     with pytest.raises(EgressDeniedError, match=r"rebind\.example \(127\.0\.0\.1\)"):
         _get(policy, url)
     assert resolver.calls == 2  # resolved again as the connection was made
