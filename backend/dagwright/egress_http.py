@@ -13,6 +13,7 @@ Import this module where a request is made: it loads httpx and httpcore.
 
 from __future__ import annotations
 
+import ssl
 from collections.abc import AsyncIterator, Iterable, Iterator
 from typing import Any
 
@@ -197,11 +198,17 @@ class _AsyncStream(httpx.AsyncByteStream):
 
 
 class GuardedAsyncTransport(httpx.AsyncBaseTransport):
-    """An httpx transport whose every connection the egress policy checks."""
+    """An httpx transport whose every connection the egress policy checks. `ssl_context`:
+    the certificates trusted (the system's by default; tests give their own CA)."""
 
-    def __init__(self, policy: EgressPolicy, max_connections: int = 20) -> None:
+    def __init__(
+        self,
+        policy: EgressPolicy,
+        max_connections: int = 20,
+        ssl_context: ssl.SSLContext | None = None,
+    ) -> None:
         self._pool = httpcore.AsyncConnectionPool(
-            ssl_context=httpx.create_ssl_context(),
+            ssl_context=ssl_context or httpx.create_ssl_context(),
             max_connections=max_connections,
             network_backend=_GuardedAsyncBackend(policy),
         )
@@ -339,9 +346,12 @@ class GuardedAsyncTransport2(httpx2.AsyncBaseTransport):
         await self._pool.aclose()
 
 
-def async_client(policy: EgressPolicy, **options: Any) -> httpx.AsyncClient:
+def async_client(
+    policy: EgressPolicy, ssl_context: ssl.SSLContext | None = None, **options: Any
+) -> httpx.AsyncClient:
     """An httpx.AsyncClient (options as httpx takes them) that obeys the policy."""
-    return httpx.AsyncClient(transport=GuardedAsyncTransport(policy), **options)
+    transport = GuardedAsyncTransport(policy, ssl_context=ssl_context)
+    return httpx.AsyncClient(transport=transport, **options)
 
 
 def sync_client(policy: EgressPolicy, **options: Any) -> httpx.Client:

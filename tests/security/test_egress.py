@@ -15,11 +15,14 @@ default policy (no allow list), under the health probe (support.probe).
 from __future__ import annotations
 
 import asyncio
+import datetime
 import ipaddress
+import ssl
 import threading
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -446,3 +449,88 @@ def test_mcp_targets_on_loopback_are_refused(
     assert result["status"] == "failed"
     assert (result["error"]["node"], result["error"]["code"]) == ("call", "egress_denied")
     assert canary.paths == []
+
+
+# -- TLS: the socket goes to the checked address, the certificate is checked for the name -----
+
+
+@dataclass
+class _Tls:
+    port: int
+    client_context: ssl.SSLContext
+
+
+def _certificates(tmp: Path) -> tuple[Path, Path, Path]:
+    """A CA, and a server certificate it signed for the name egress-tls.test only."""
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    now = datetime.datetime.now(datetime.UTC)
+
+    def build(subject: str, key: Any, issuer: Any, issuer_key: Any, ca: bool) -> Any:
+        builder = (
+            x509.CertificateBuilder()
+            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, subject)]))
+            .issuer_name(issuer)
+            .public_key(key.public_key())
+            .serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(hours=1))
+            .add_extension(x509.BasicConstraints(ca=ca, path_length=None), critical=True)
+        )
+        if not ca:
+            builder = builder.add_extension(
+                x509.SubjectAlternativeName([x509.DNSName(subject)]), critical=False
+            )
+        return builder.sign(issuer_key, hashes.SHA256())
+
+    ca_key = ec.generate_private_key(ec.SECP256R1())
+    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "egress test CA")])
+    ca = build("egress test CA", ca_key, ca_name, ca_key, ca=True)
+    key = ec.generate_private_key(ec.SECP256R1())
+    leaf = build("egress-tls.test", key, ca_name, ca_key, ca=False)
+    pem = serialization.Encoding.PEM
+    ca_file, cert_file, key_file = tmp / "ca.pem", tmp / "cert.pem", tmp / "key.pem"
+    ca_file.write_bytes(ca.public_bytes(pem))
+    cert_file.write_bytes(leaf.public_bytes(pem))
+    key_file.write_bytes(
+        key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    )
+    return ca_file, cert_file, key_file
+
+
+@pytest.fixture
+def tls_server(tmp_path: Path) -> Iterator[_Tls]:
+    ca_file, cert_file, key_file = _certificates(tmp_path)
+    running = _start()
+    server_context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_context.load_cert_chain(cert_file, key_file)
+    running.httpd.socket = server_context.wrap_socket(running.httpd.socket, server_side=True)
+    try:
+        yield _Tls(running.httpd.server_address[1], ssl.create_default_context(cafile=ca_file))
+    finally:
+        _stop(running)
+
+
+def test_tls_verifies_the_name_asked_for_while_connecting_to_the_checked_address(
+    tls_server: _Tls,
+) -> None:
+    resolved: list[str] = []
+
+    def resolver(host: str, port: int) -> list[str]:
+        resolved.append(host)
+        return ["127.0.0.1"]  # both names point at the test server
+
+    policy = EgressPolicy.from_text(f"127.0.0.1:{tls_server.port}").with_resolver(resolver)
+
+    async def get(name: str) -> httpx.Response:
+        async with async_client(policy, tls_server.client_context, timeout=5) as client:
+            return await client.get(f"https://{name}:{tls_server.port}/tls")
+
+    assert asyncio.run(get("egress-tls.test")).status_code == 200
+    # The same address under a name the certificate does not carry: the check is by name.
+    with pytest.raises(httpx.ConnectError, match="certificate verify failed"):
+        asyncio.run(get("other-name.test"))
+    assert resolved == ["egress-tls.test", "other-name.test"]
