@@ -6,7 +6,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from dagwright.registry import APPS, SECRETS, NodeContext, block
+from dagwright.registry import APPS, EGRESS, SECRETS, NodeContext, block
 from dagwright.telemetry.context import traceparent_for
 
 _NAME = r"^[A-Za-z_][A-Za-z0-9_]{0,63}$"
@@ -90,7 +90,7 @@ async def invoke_app(config: InvokeConfig, ctx: NodeContext, **inputs: Any) -> A
     description="Call an app published on another dagwright server, with its API key.",
     example="url https://flows.example.com, app 'summarise' -> {'summary': ...}",
     dynamic_ports=_input_ports,
-    needs=(SECRETS,),
+    needs=(SECRETS, EGRESS),
     side_effects="not_retryable",  # a second run of the remote app, as invoke_app
 )
 async def invoke_remote(config: RemoteInvokeConfig, ctx: NodeContext, **inputs: Any) -> Any:
@@ -98,6 +98,8 @@ async def invoke_remote(config: RemoteInvokeConfig, ctx: NodeContext, **inputs: 
     store, waits for the run, and returns its outputs (or the one named in `output`). A run
     that fails remotely fails this node with the remote error."""
     import httpx  # here, not at the top: ~60 ms that loading the registry does not pay
+
+    from dagwright.egress_http import async_client
 
     key = ctx.service(SECRETS).get(config.api_key_secret)
     body: dict[str, Any] = {"inputs": inputs}
@@ -109,7 +111,8 @@ async def invoke_remote(config: RemoteInvokeConfig, ctx: NodeContext, **inputs: 
     if traceparent is not None:  # the remote run joins this run's trace
         headers["traceparent"] = traceparent
     try:
-        async with httpx.AsyncClient(timeout=config.timeout) as client:
+        # The egress policy checks the remote server's addresses as it connects.
+        async with async_client(ctx.service(EGRESS), timeout=config.timeout) as client:
             response = await client.post(endpoint, json=body, headers=headers)
     except httpx.TimeoutException:
         raise ValueError(f"{endpoint} did not answer within {config.timeout:g}s") from None

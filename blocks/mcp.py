@@ -7,7 +7,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from dagwright.registry import MCP_STDIO, SECRETS, NodeContext, Service, block
+from dagwright.registry import EGRESS, MCP_STDIO, SECRETS, NodeContext, Service, block
 from dagwright.secrets import check_secret_name
 
 
@@ -66,7 +66,7 @@ def _input_ports(config: McpToolConfig) -> list[str]:
 def _needs(config: McpToolConfig) -> tuple[Service[Any], ...]:
     # A stdio server is a program started here: the operator's allow-list decides.
     secrets = (SECRETS,) if config.token_secret else ()
-    return (*secrets, MCP_STDIO) if config.command else secrets
+    return (*secrets, MCP_STDIO) if config.command else (*secrets, EGRESS)
 
 
 @block(
@@ -83,14 +83,19 @@ def _needs(config: McpToolConfig) -> tuple[Service[Any], ...]:
 async def mcp_tool(config: McpToolConfig, ctx: NodeContext, **inputs: Any) -> Any:
     """Connects to the MCP server, calls `tool` with the fixed `arguments` and the input
     ports named in `inputs`, and returns the tool's structured result (or the field named in
-    `output`), else its text. A tool that reports an error fails the node with its message."""
+    `output`), else its text. A tool that reports an error fails the node with its message.
+    An HTTP server must be at a public address, or one the operator allows in
+    DAGWRIGHT_EGRESS_ALLOW (refused: `egress_denied`)."""
+    from dagwright.egress import EgressPolicy
     from dagwright.mcp.client import McpTarget, StdioAllowList, call_tool
 
     token = ctx.service(SECRETS).get(config.token_secret) if config.token_secret else None
     target = McpTarget(config.url, tuple(config.command), token)
     allowed = ctx.service(MCP_STDIO) if config.command else StdioAllowList()
+    # A stdio server makes no outbound connection of ours: it needs no egress policy.
+    egress = ctx.service(EGRESS) if config.url is not None else EgressPolicy()
     arguments = {**config.arguments, **inputs}
-    result = await call_tool(target, config.tool, arguments, allowed, config.timeout)
+    result = await call_tool(target, config.tool, arguments, allowed, egress, config.timeout)
     if config.output is None:
         return result
     if not isinstance(result, dict) or config.output not in result:

@@ -14,10 +14,18 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Annotated, Any, Literal, TypedDict
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 from pydantic_core import to_jsonable_python
 
-from dagwright.registry import SECRETS, NodeContext, block
+from dagwright.egress import EgressDeniedError
+from dagwright.registry import EGRESS, SECRETS, NodeContext, Service, block
 from dagwright.registry.block import SideEffects
 from dagwright.secrets import Redactor, check_secret_name
 from dagwright.templating import check_template, render, template_variables
@@ -34,6 +42,11 @@ _HEADER_NAME = re.compile(r"[!#$%&'*+\-.^_`|~0-9A-Za-z]+")
 _HEADER_VALUE = re.compile(r"[\t\x20-\x7e]*")
 # A URL written without any Jinja2 syntax can be checked when the flow is saved.
 _JINJA_SYNTAX = re.compile(r"\{[{%#]")
+# The literal start of a URL template up to the end of its authority: scheme, "://", a host
+# (with any user info and port) and the "/", "?" or "#" that ends it. A variable before that
+# end could move the request to another server (`http://{{ sub }}.example.com`, or
+# `https://api.example.com{{ path }}` with path = "@127.0.0.1").
+_LITERAL_ORIGIN = re.compile(r"\s*(https?)://([^/?#\\\s]+)[/?#]", re.IGNORECASE)
 
 MAX_BYTES_LIMIT = 100_000_000
 # A failed response's body only feeds the error message: this much of it is read.
@@ -68,10 +81,30 @@ def _check_url(url: str) -> httpx.URL:
     return parsed
 
 
+def _template_origin(url: str) -> str | None:
+    """The scheme and authority a URL template writes literally (`https://api.example.com`),
+    or None when a template variable sits in them."""
+    jinja = _JINJA_SYNTAX.search(url)
+    if jinja is None:
+        return url.strip()
+    found = _LITERAL_ORIGIN.match(url[: jinja.start()])
+    return None if found is None else f"{found.group(1)}://{found.group(2)}"
+
+
+def _origin(url: httpx.URL) -> tuple[str, str, str, int | None]:
+    return url.scheme, url.userinfo.decode(), url.host, url.port
+
+
 class HttpRequestConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     method: HttpMethod = Field("GET", description="The HTTP method.")
+    # Before url: url's validator reads it.
+    variable_host: bool = Field(
+        False,
+        description="Let template variables set the URL's scheme, host or port. Off, the "
+        "server is the one the URL writes, whatever a caller sends.",
+    )
     url: str = Field(
         description="The address, a Jinja2 template: each variable it uses, such as {{ id }}, "
         "becomes an input port. Write {{ q | urlencode }} for a value inside a path or query."
@@ -110,10 +143,17 @@ class HttpRequestConfig(BaseModel):
 
     @field_validator("url")
     @classmethod
-    def _url_parses(cls, url: str) -> str:
+    def _url_parses(cls, url: str, info: ValidationInfo) -> str:
         check_template(url, field="url")
         if not _JINJA_SYNTAX.search(url):
             _check_url(url.strip())
+        elif not info.data.get("variable_host", False) and _template_origin(url) is None:
+            raise ValueError(
+                "a template variable sits in the URL's scheme, host or port (before the '/' "
+                "that ends the host), so a caller could send the request to another server: "
+                "write them literally (https://api.example.com/{{ path }}), or set "
+                "variable_host to allow it"
+            )
         return url
 
     @field_validator("headers")
@@ -156,6 +196,10 @@ def _url_ports(config: HttpRequestConfig) -> list[str]:
     return list(template_variables(config.url))
 
 
+def _http_needs(config: HttpRequestConfig) -> tuple[Service[Any], ...]:
+    return (EGRESS, SECRETS) if config.secret_headers else (EGRESS,)
+
+
 class HttpResponse(TypedDict):
     status: Annotated[int, "The HTTP status code, such as 200."]
     headers: Annotated[dict[str, str], "The response's headers, names in lower case."]
@@ -168,7 +212,7 @@ class HttpResponse(TypedDict):
     description="Call an HTTP API; the URL is a template whose variables are input ports.",
     example="GET https://api.example.com/users/{{ id }} -> status, headers, body",
     dynamic_ports=_url_ports,
-    needs=lambda config: (SECRETS,) if config.secret_headers else (),
+    needs=lambda config: _http_needs(config),
     # A durable run resumed after its worker died sends a GET again, and fails (naming the
     # node) rather than send a POST it may have sent already.
     side_effects=lambda config: SIDE_EFFECTS_BY_METHOD[config.method],
@@ -187,6 +231,11 @@ async def http_request(
     fixed parameters in `query`. The URL must be http:// or https://. A value wired into the
     `body` port is sent as JSON.
 
+    The server is the one the URL writes: a variable may sit in the path, query or fragment,
+    not in the scheme, host or port, unless `variable_host` is on. Requests go only to
+    public addresses, never to this server, loopback, link-local or private networks, unless
+    the operator allows a host in DAGWRIGHT_EGRESS_ALLOW (refused: `egress_denied`).
+
     Credentials go in `secret_headers`: a header name mapped to a secret's name (for example
     `Authorization` -> `github_token`). The value is read from the run's secrets when the
     request is made (from the environment variable DAGWRIGHT_SECRET_GITHUB_TOKEN by default);
@@ -204,6 +253,7 @@ async def http_request(
     DELETE again, but fails naming this node rather than send a POST or PATCH twice."""
     rendered = render(config.url, variables, what="url").strip()
     target = _check_url(rendered)
+    _check_origin(config, target)
     if config.query:
         # Merged here: httpx's params= would drop the query the URL template wrote.
         target = target.copy_merge_params(config.query)
@@ -227,7 +277,27 @@ async def http_request(
         if not any(name.lower() == "content-type" for name in headers):
             headers["Content-Type"] = "application/json"
     ctx.emit("request", method=config.method, url=url)
-    return await _send(config, url, headers, content, Redactor(secret_values))
+    return await _send(config, ctx, url, headers, content, Redactor(secret_values))
+
+
+def _check_origin(config: HttpRequestConfig, target: httpx.URL) -> None:
+    """Checked again on the rendered URL: the server must be the one the template writes
+    (a value with `@`, `#`, `?` or `\\` cannot move it)."""
+    if config.variable_host:
+        return
+    import httpx
+
+    literal = _template_origin(config.url)
+    assert literal is not None  # the config's validator refused the template otherwise
+    expected = _origin(httpx.URL(literal))
+    if _origin(target) != expected:
+        scheme, _, host, port = expected
+        raise EgressDeniedError(
+            f"url: the rendered URL goes to {target.scheme}://{target.host}"
+            f"{'' if target.port is None else f':{target.port}'}, not to the "
+            f"{scheme}://{host}{'' if port is None else f':{port}'} the template writes: "
+            "a value may not change the scheme, host or port"
+        )
 
 
 def _json_bytes(body: Any) -> bytes:
@@ -244,12 +314,15 @@ def _reason(exc: BaseException) -> str:
 
 async def _send(
     config: HttpRequestConfig,
+    ctx: NodeContext,
     url: str,
     headers: dict[str, str],
     content: bytes | None,
     redact: Redactor,
 ) -> HttpResponse:
     import httpx
+
+    from dagwright.egress_http import async_client
 
     timed_out = f"request to {url} timed out after {config.timeout:g}s"
     # httpx's timeout bounds each step (connect, each read); the scope bounds the whole
@@ -258,7 +331,7 @@ async def _send(
     try:
         async with (
             scope,
-            httpx.AsyncClient(timeout=config.timeout) as client,
+            async_client(ctx.service(EGRESS), timeout=config.timeout) as client,
             client.stream(config.method, url, headers=headers, content=content) as response,
         ):
             return await _read(config, url, response, redact)

@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
     from dagwright.data.connectors.common import SourcePaths
     from dagwright.data.isolation import SandboxSettings
+    from dagwright.egress import EgressPolicy
     from dagwright.embedding.embedder import Embedder
     from dagwright.embedding.service import ExampleStore
     from dagwright.llm.gateway import LLMGateway
@@ -262,6 +263,7 @@ class Composition:
                 limits=query_limits(self.settings),
                 paths=self.source_paths,
                 embedders=self.embedder,
+                egress=self.egress,
             )
             self._stack.callback(data.close)
             return data
@@ -281,7 +283,7 @@ class Composition:
             from dagwright.services.data_sources import settings_table_access
 
             tables = settings_table_access(
-                self.secrets(), self.settings, self.source_paths, self.embedder
+                self.secrets(), self.settings, self.source_paths, self.embedder, self.egress
             )
             self._stack.callback(tables.close)
             return tables
@@ -312,6 +314,18 @@ class Composition:
             bwrap=self.settings.sandbox_bwrap.strip(),
             allow_unisolated=self.settings.sandbox_allow_unisolated,
         )
+
+    def egress(self) -> EgressPolicy:
+        """Where flows and API callers may connect out: public addresses and the operator's
+        DAGWRIGHT_EGRESS_ALLOW, never this host's own addresses (dagwright/egress.py)."""
+        from dagwright.egress import EgressPolicy, own_addresses
+
+        def build() -> EgressPolicy:
+            return EgressPolicy.from_text(
+                self.settings.egress_allow, own_addresses(self.settings.host)
+            )
+
+        return self._once("egress", build)
 
     def mcp_stdio(self) -> StdioAllowList:
         """The commands stdio MCP servers may be started with (DAGWRIGHT_MCP_STDIO_COMMANDS)."""
@@ -513,6 +527,7 @@ class Composition:
             from dagwright.registry import (
                 APPS,
                 AUTOTQA,
+                EGRESS,
                 EXAMPLES,
                 HUMAN,
                 INTERFACES,
@@ -534,6 +549,7 @@ class Composition:
             services.provide_lazily(AUTOTQA, self._autotqa)
             services.provide_lazily(SANDBOX, self.sandbox)
             services.provide_lazily(MCP_STDIO, self.mcp_stdio)
+            services.provide_lazily(EGRESS, self.egress)
             services.provide_lazily(SOURCE_PATHS, self.source_paths)
             if self.kind == "server":  # a database of runs: apps to call, runs that wait
                 services.provide_lazily(APPS, self.app_invoker)

@@ -164,6 +164,8 @@ class Settings(BaseSettings):
 
     # -- tools -----------------------------------------------------------------------------
     mcp_stdio_commands: str = Field("", description="executables, comma-separated")
+    # Outbound targets flow authors may reach beyond public addresses (dagwright/egress.py).
+    egress_allow: str = Field("", description="hosts, host:port, addresses, CIDRs; commas")
 
     @field_validator("sandbox_allow_unisolated", mode="before")
     @classmethod
@@ -171,6 +173,14 @@ class Settings(BaseSettings):
         # As before the settings object: anything but a "true" word leaves isolation on.
         if isinstance(value, str):
             return value.strip().lower() in _TRUE
+        return value
+
+    @field_validator("egress_allow")
+    @classmethod
+    def _egress_rules(cls, value: str) -> str:
+        from dagwright.egress import parse_allow_list
+
+        parse_allow_list(value)  # a bad entry stops the start, naming the variable
         return value
 
     @field_validator("demo_sources", mode="before")

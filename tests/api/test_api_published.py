@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from dagwright.composition import INVOKE_DEPTH
+from support.database import DATABASES
 from support.server import (
     Api,
     LiveServer,
@@ -22,6 +23,7 @@ from support.server import (
     example,
     flow,
     key_headers,
+    live_server,
     node,
     slow_flow,
     sse_events,
@@ -281,6 +283,17 @@ def auth_server() -> Iterator[str]:
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+@pytest.fixture(scope="module", params=DATABASES)
+def server(
+    request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory, auth_server: str
+) -> Iterator[LiveServer]:
+    """tests/api/conftest.py's server, allowed to reach the echo server on loopback (the
+    egress policy refuses loopback unless the operator allows a host: exactly this one)."""
+    allow = auth_server.removeprefix("http://")
+    with live_server(request.param, tmp_path_factory.mktemp("server"), egress_allow=allow) as up:
+        yield up
 
 
 def test_secrets_are_write_only_and_reach_blocks(

@@ -20,8 +20,9 @@ import pytest
 from pydantic import BaseModel, ValidationError
 
 from dagwright.blocks import tool
+from dagwright.egress import EgressPolicy
 from dagwright.errors import BlockConfigError
-from dagwright.registry import SECRETS, BlockServices, MissingServiceError, Registry
+from dagwright.registry import EGRESS, SECRETS, BlockServices, MissingServiceError, Registry
 from dagwright.registry.services import Secrets
 from dagwright.runtime import (
     Executor,
@@ -36,6 +37,9 @@ from dagwright.secrets import MappingSecrets, Redactor
 from support.flows import flow_from_tuples
 
 SECRET = "tok-Sup3rS3cret-9f8e7d"
+# The test server listens on loopback, which the egress policy refuses by default
+# (tests/security/test_egress.py): these tests allow it explicitly, as an operator would.
+LOOPBACK_ALLOWED = EgressPolicy.from_text("127.0.0.1")
 BIG_BYTES = 2_000_000
 
 # -- a local HTTP server ---------------------------------------------------------------------
@@ -180,10 +184,16 @@ def http_flow(config: dict[str, Any], inputs: dict[str, Any] | None = None) -> F
 
 
 async def run_flow(
-    flow: Flow, inputs: dict[str, Any] | None = None, secrets: Secrets | None = None
+    flow: Flow,
+    inputs: dict[str, Any] | None = None,
+    secrets: Secrets | None = None,
+    egress: EgressPolicy = LOOPBACK_ALLOWED,
 ) -> RunResult:
     plan = compile_flow(flow, Registry.default())
-    services = BlockServices({} if secrets is None else {SECRETS: secrets})
+    given: dict[Any, object] = {EGRESS: egress}
+    if secrets is not None:
+        given[SECRETS] = secrets
+    services = BlockServices(given)
     # The run timeout only stops a broken test from hanging; no test comes close to it.
     options = ExecutorOptions(services=services, run_timeout=20)
     return await Executor(options).run(plan, inputs or {})
@@ -534,13 +544,14 @@ async def test_the_limit_stops_an_endless_body(server: LocalServer) -> None:
 
 
 async def test_url_that_is_not_http_fails_the_run(server: LocalServer) -> None:
-    result = await request({"url": "{{ target }}"}, {"target": "file:///etc/passwd"})
+    config = {"url": "{{ target }}", "variable_host": True}
+    result = await request(config, {"target": "file:///etc/passwd"})
     code, message = failure(result)
     assert code == "node_failed"
     assert message.endswith(
         "ValueError: url 'file:///etc/passwd' is not an http:// or https:// URL"
     )
-    result = await request({"url": "http://{{ host }}/x"}, {"host": ""})
+    result = await request({"url": "http://{{ host }}/x", "variable_host": True}, {"host": ""})
     assert failure(result)[1].endswith("ValueError: url 'http:///x' has no host")
 
 

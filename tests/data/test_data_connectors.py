@@ -33,6 +33,7 @@ from dagwright.data.connectors import (
     register_connector,
 )
 from dagwright.data.connectors.common import SourcePathError, SourcePaths
+from dagwright.egress import EgressPolicy
 from dagwright.errors import DataError, DataSourceError
 from dagwright.secrets import MappingSecrets
 from dagwright.settings import load_settings
@@ -46,6 +47,9 @@ from support.data_sources import (
 from support.source_paths import TEMPORARY_FOLDERS
 
 NO_SECRETS = MappingSecrets({})
+# The JSON test servers listen on loopback, which the egress policy refuses by default
+# (tests/security/test_egress.py): allowed explicitly, as an operator would.
+LOOPBACK_ALLOWED = EgressPolicy.from_text("127.0.0.1")
 
 
 def read_all(connector: Connector, splits: list[Split]) -> pa.Table:
@@ -702,7 +706,9 @@ PAYLOAD = {
 def test_http_json_reads_typed_rows_with_a_secret_header_and_caches() -> None:
     secrets = MappingSecrets({"API_TOKEN": "Bearer tok-secret-123"})
     with json_server({"/eu%20west/users": PAYLOAD}) as server:
-        connector = HttpJsonConnector.from_config("api", _http_config(server.url), secrets)
+        connector = HttpJsonConnector.from_config(
+            "api", _http_config(server.url), secrets, LOOPBACK_ALLOWED
+        )
         info = connector.table_info("main", "users")
         assert info.comment == "users of the API"
         assert types(info)["score"] == pa.decimal128(6, 2)
@@ -734,7 +740,10 @@ def test_http_json_reads_typed_rows_with_a_secret_header_and_caches() -> None:
 def test_http_json_cache_expires() -> None:
     with json_server({"/eu%20west/users": PAYLOAD}) as server:
         connector = HttpJsonConnector.from_config(
-            "api", _http_config(server.url, ttl_s=0), MappingSecrets({"API_TOKEN": "t0k3n"})
+            "api",
+            _http_config(server.url, ttl_s=0),
+            MappingSecrets({"API_TOKEN": "t0k3n"}),
+            LOOPBACK_ALLOWED,
         )
         rows(connector, "main", "users", ["id"])
         rows(connector, "main", "users", ["id"])
@@ -745,7 +754,7 @@ def test_http_json_errors_never_show_the_secret() -> None:
     token = "Bearer tok-secret-123"
     with json_server({"/eu%20west/users": 401}) as server:
         connector = HttpJsonConnector.from_config(
-            "api", _http_config(server.url), MappingSecrets({"API_TOKEN": token})
+            "api", _http_config(server.url), MappingSecrets({"API_TOKEN": token}), LOOPBACK_ALLOWED
         )
         with pytest.raises(DataSourceError) as caught:
             rows(connector, "main", "users", ["id"])
@@ -753,7 +762,7 @@ def test_http_json_errors_never_show_the_secret() -> None:
         assert token not in caught.value.message
         server.routes["/eu%20west/users"] = 404
         connector = HttpJsonConnector.from_config(
-            "api", _http_config(server.url), MappingSecrets({"API_TOKEN": token})
+            "api", _http_config(server.url), MappingSecrets({"API_TOKEN": token}), LOOPBACK_ALLOWED
         )
         with pytest.raises(DataSourceError) as caught:
             rows(connector, "main", "users", ["id"])

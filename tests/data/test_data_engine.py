@@ -28,6 +28,7 @@ from dagwright.data.connectors import (
 )
 from dagwright.data.engine import QueryEngine
 from dagwright.data.limits import QueryLimits, parse_size
+from dagwright.egress import EgressPolicy
 from dagwright.errors import DataSourceError, QueryError, SqlRefusedError
 from dagwright.secrets import MappingSecrets
 from support.data_sources import (
@@ -41,6 +42,9 @@ from support.data_sources import (
 from support.source_paths import TEMPORARY_FOLDERS
 
 NO_SECRETS = MappingSecrets({})
+# The JSON test servers listen on loopback, which the egress policy refuses by default
+# (tests/security/test_egress.py): allowed explicitly, as an operator would.
+LOOPBACK_ALLOWED = EgressPolicy.from_text("127.0.0.1")
 BIG_ROWS = 500_000
 
 
@@ -261,7 +265,9 @@ def test_time_limit_covers_a_slow_source() -> None:
     config = {"url": "", "tables": {"slow": {"columns": {"x": "int"}}}}
     with json_server({"/slow": [{"x": 1}]}, delay_s=3) as server:
         config["url"] = server.url + "/slow"
-        catalog = Catalog({"api": HttpJsonConnector.from_config("api", config, NO_SECRETS)})
+        catalog = Catalog(
+            {"api": HttpJsonConnector.from_config("api", config, NO_SECRETS, LOOPBACK_ALLOWED)}
+        )
         engine = QueryEngine(catalog)
         started = time.monotonic()
         with pytest.raises(QueryError) as caught:

@@ -52,7 +52,8 @@ def browser() -> Iterator[Browser]:
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
-    with live_server("sqlite", tmp_path_factory.mktemp("e2e")) as running:
+    # The MCP tool server of the integrations page listens on loopback: allowed explicitly.
+    with live_server("sqlite", tmp_path_factory.mktemp("e2e"), egress_allow="127.0.0.1") as running:
         yield running
 
 

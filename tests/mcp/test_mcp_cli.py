@@ -13,6 +13,8 @@ STDIO = f"{sys.executable} {Path(__file__).with_name('tool_server.py')} stdio"
 
 
 def _dagwright(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    # The tool server listens on loopback, which the egress policy refuses unless allowed.
+    env.setdefault("DAGWRIGHT_EGRESS_ALLOW", "127.0.0.1")
     return subprocess.run(
         [sys.executable, "-m", "dagwright", "mcp", *args],
         env=subprocess_environment(**env),

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from support.server import Api, LiveServer, edge, flow, live_server, node
@@ -16,10 +17,16 @@ STDIO = [sys.executable, str(Path(__file__).with_name("tool_server.py")), "stdio
 
 
 @pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LiveServer]:
+def server(tmp_path_factory: pytest.TempPathFactory, tool_server_url: str) -> Iterator[LiveServer]:
+    # The tool server and the closed port 9 are on loopback, which the egress policy
+    # refuses by default (tests/security/test_egress.py): allowed here by name, as an
+    # operator would.
+    tool_port = httpx.URL(tool_server_url).port
+    allow = f"127.0.0.1:{tool_port},127.0.0.1:9"
     with pytest.MonkeyPatch.context() as env:
         env.setenv("DAGWRIGHT_MCP_STDIO_COMMANDS", sys.executable)
-        with live_server("sqlite", Path(tmp_path_factory.mktemp("server"))) as running:
+        data_dir = Path(tmp_path_factory.mktemp("server"))
+        with live_server("sqlite", data_dir, egress_allow=allow) as running:
             yield running
 
 

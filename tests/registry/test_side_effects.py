@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from dagwright.registry import Registry
+from dagwright.egress import EgressPolicy
+from dagwright.registry import EGRESS, BlockServices, Registry
 from dagwright.runtime import Executor, ExecutorOptions, compile_flow, parse_flow
 from support.server import edge, flow, node
 
@@ -66,7 +67,10 @@ async def _announced(method: str) -> tuple[list[str], Any]:
         raise ConnectionError("the run's database is gone")
 
     plan = compile_flow(parse_flow(document), REGISTRY)
-    result = await Executor(ExecutorOptions(before_unretryable=refuse)).run(plan, {})
+    # Port 9 on loopback is allowed explicitly: the request must reach the (closed) port.
+    services = BlockServices({EGRESS: EgressPolicy.from_text("127.0.0.1:9")})
+    options = ExecutorOptions(services=services, before_unretryable=refuse)
+    result = await Executor(options).run(plan, {})
     return announced, result
 
 

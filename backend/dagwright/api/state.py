@@ -22,6 +22,7 @@ if TYPE_CHECKING:
 
     from dagwright.api.auth import RateLimiter
     from dagwright.composition import Composition
+    from dagwright.egress import EgressPolicy
     from dagwright.embedding.service import ExampleStore
     from dagwright.llm.gateway import LLMGateway
     from dagwright.mcp.client import StdioAllowList
@@ -52,6 +53,7 @@ class Services:
     limiter: RateLimiter
     endpoints: EndpointResolver
     mcp_stdio: StdioAllowList
+    egress: EgressPolicy
     queue: RunQueue | None = None  # queue mode (services/queue): async runs go to workers
     # Built by start-up's second stage (api/startup.py): only its routes use them, and the
     # gate holds those until it is done.
@@ -142,6 +144,7 @@ def _prepare(process: Composition, load_routes: Callable[[], list[APIRouter]]) -
         limiter=RateLimiter(process.settings.rate_limit),
         endpoints=EndpointResolver(apps, keys),
         mcp_stdio=process.mcp_stdio(),
+        egress=process.egress(),
         queue=process.run_queue(),  # None unless queue mode (docs/deploy.md)
     )
     return _Prepared(routers=routers, services=services)

@@ -13,6 +13,7 @@ from dagwright.cli.inputs import fail
 from dagwright.errors import DagwrightError
 
 if TYPE_CHECKING:
+    from dagwright.egress import EgressPolicy
     from dagwright.mcp.client import McpTarget, StdioAllowList
 
 mcp_app = typer.Typer(help="MCP: call the tools of MCP servers.", no_args_is_help=True)
@@ -50,13 +51,24 @@ def _stdio_allowed() -> StdioAllowList:
     return StdioAllowList(load_settings().stdio_commands)
 
 
+def _egress() -> EgressPolicy:
+    """The server's egress policy: what a flow's mcp_tool could reach, this command can."""
+    from dagwright.egress import EgressPolicy, own_addresses
+    from dagwright.settings import load_settings
+
+    settings = load_settings()
+    return EgressPolicy.from_text(settings.egress_allow, own_addresses(settings.host))
+
+
 @mcp_app.command("tools")
 def tools(url: Url = None, command: Command = None, token_env: Token = None) -> None:
     """List the server's tools with their input schemas (JSON)."""
     from dagwright.mcp.client import list_tools
 
     try:
-        found = asyncio.run(list_tools(_target(url, command, token_env), _stdio_allowed()))
+        found = asyncio.run(
+            list_tools(_target(url, command, token_env), _stdio_allowed(), _egress())
+        )
     except DagwrightError as exc:
         raise fail(f"{exc.code}: {exc.message}") from None
     typer.echo(json.dumps(found, indent=2))
@@ -83,7 +95,7 @@ def call(
         raise fail("--arguments must be a JSON object")
     try:
         result = asyncio.run(
-            call_tool(_target(url, command, token_env), tool, parsed, _stdio_allowed())
+            call_tool(_target(url, command, token_env), tool, parsed, _stdio_allowed(), _egress())
         )
     except DagwrightError as exc:
         raise fail(f"{exc.code}: {exc.message}", 1) from None

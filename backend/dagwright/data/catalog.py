@@ -23,6 +23,7 @@ from pydantic import BaseModel, ValidationError
 from dagwright.data.connector import Connector, Filter, Split, TableInfo
 from dagwright.data.connectors import connector_kinds
 from dagwright.data.connectors.common import SourcePathError, SourcePaths
+from dagwright.egress import EgressPolicy
 from dagwright.errors import DataError, DataSourceError, describe_validation_error
 from dagwright.registry.services import Secrets
 from dagwright.secrets import EnvSecrets
@@ -89,6 +90,7 @@ class Catalog:
         metadata_ttl_s: float = 60.0,
         paths: SourcePaths | None = None,
         defer_path_refusals: bool = False,
+        egress: EgressPolicy | None = None,
     ) -> Self:
         """A catalog from ``{name: {"kind": ..., **connector settings}}`` (a TOML table of
         tables, or the API's JSON). Secrets named by the settings (``password_secret``...)
@@ -103,7 +105,9 @@ class Catalog:
         try:
             for name, settings in config.items():
                 try:
-                    connector = create_connector(name, settings, secrets, paths=paths)
+                    connector = create_connector(
+                        name, settings, secrets, paths=paths, egress=egress
+                    )
                 except SourcePathError as exc:
                     if not defer_path_refusals:
                         raise
@@ -327,10 +331,12 @@ def create_connector(
     secrets: Secrets,
     *,
     paths: SourcePaths | None = None,
+    egress: EgressPolicy | None = None,
 ) -> Connector:
     """A connector from one source's settings (``kind`` plus the kind's own settings).
     Kinds that read local files (``reads_local_paths``) get ``paths``, the rule their paths
-    are checked against (None: no path is allowed); a forbidden path is SourcePathError."""
+    are checked against (None: no path is allowed); a forbidden path is SourcePathError.
+    Kinds that connect out (``connects_out``) get ``egress`` (None: the default policy)."""
     check_source_name(name)
     kinds = connector_kinds()
     kind = settings.get("kind")
@@ -343,6 +349,10 @@ def create_connector(
     options = {key: value for key, value in settings.items() if key != "kind"}
     factory = kinds[kind]
     try:
+        if getattr(factory, "connects_out", False):
+            # The kinds that declare it take the keyword (http_json).
+            out: Connector = factory.from_config(name, options, secrets, egress=egress)  # type: ignore[call-arg]
+            return out
         if getattr(factory, "reads_local_paths", False):
             # The kinds that declare it take the keyword (files, sqlite).
             made: Connector = factory.from_config(name, options, secrets, paths=paths)  # type: ignore[call-arg]

@@ -1,6 +1,8 @@
 """Calling the tools of other MCP servers with the official SDK: over streamable HTTP, or
 over stdio when the operator allows the command (`StdioAllowList`, from the setting
-DAGWRIGHT_MCP_STDIO_COMMANDS), since a stdio server is a program started on this machine."""
+DAGWRIGHT_MCP_STDIO_COMMANDS), since a stdio server is a program started on this machine.
+An HTTP server is reached only where the egress policy allows (dagwright/egress.py): its
+addresses are checked as each connection is made."""
 
 from __future__ import annotations
 
@@ -11,6 +13,7 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
 
+from dagwright.egress import EgressDeniedError, EgressPolicy
 from dagwright.errors import DagwrightError, ForbiddenError
 
 if TYPE_CHECKING:
@@ -66,17 +69,20 @@ class McpTarget:
 
 
 @asynccontextmanager
-async def connect(target: McpTarget, allowed: StdioAllowList) -> AsyncIterator[Client]:
+async def connect(
+    target: McpTarget, allowed: StdioAllowList, egress: EgressPolicy
+) -> AsyncIterator[Client]:
     allowed.check(target)
-    import httpx2
     from mcp.client.stdio import StdioServerParameters
     from mcp.client.streamable_http import streamable_http_client
 
+    from dagwright.egress_http import async_client2
     from mcp import Client
 
     if target.url is not None:
+        # Every connection the SDK makes goes through the guarded transport.
         headers = {"Authorization": f"Bearer {target.token}"} if target.token else {}
-        http = httpx2.AsyncClient(headers=headers)
+        http = async_client2(egress, headers=headers)
         client = Client(streamable_http_client(target.url, http_client=http))
     else:
         program, *args = target.command
@@ -85,7 +91,28 @@ async def connect(target: McpTarget, allowed: StdioAllowList) -> AsyncIterator[C
         yield client
 
 
-def _failure(target: McpTarget, exc: BaseException, seconds: float) -> McpError:
+def _denial(exc: BaseException) -> EgressDeniedError | None:
+    """The egress refusal inside what the SDK raised (its task groups wrap it, its
+    transport may chain it), if any."""
+    seen: set[int] = set()
+    work: list[BaseException] = [exc]
+    while work:
+        item = work.pop()
+        if id(item) in seen:
+            continue
+        seen.add(id(item))
+        if isinstance(item, EgressDeniedError):
+            return item
+        if isinstance(item, BaseExceptionGroup):
+            work.extend(item.exceptions)
+        work.extend(e for e in (item.__cause__, item.__context__) if e is not None)
+    return None
+
+
+def _failure(target: McpTarget, exc: BaseException, seconds: float) -> DagwrightError:
+    denied = _denial(exc)
+    if denied is not None:
+        return EgressDeniedError(f"MCP server {target.where}: {denied.message}")
     if isinstance(exc, TimeoutError):
         return McpError(f"MCP server {target.where} did not answer within {seconds:g}s")
     # An ExceptionGroup from the SDK's task groups: its first leaf says what went wrong.
@@ -95,11 +122,11 @@ def _failure(target: McpTarget, exc: BaseException, seconds: float) -> McpError:
 
 
 async def list_tools(
-    target: McpTarget, allowed: StdioAllowList, seconds: float = 30.0
+    target: McpTarget, allowed: StdioAllowList, egress: EgressPolicy, seconds: float = 30.0
 ) -> list[dict[str, Any]]:
     """Each tool's name, title, description and input schema, within `seconds`."""
     try:
-        async with asyncio.timeout(seconds), connect(target, allowed) as client:
+        async with asyncio.timeout(seconds), connect(target, allowed, egress) as client:
             listed = await client.list_tools()
     except DagwrightError:
         raise
@@ -121,12 +148,13 @@ async def call_tool(
     tool: str,
     arguments: dict[str, Any],
     allowed: StdioAllowList,
+    egress: EgressPolicy,
     seconds: float = 60.0,
 ) -> Any:
     """The tool's structured result when it gives one, else its text, within `seconds`.
     Raises McpToolError with the tool's message when it reports a failure."""
     try:
-        async with asyncio.timeout(seconds), connect(target, allowed) as client:
+        async with asyncio.timeout(seconds), connect(target, allowed, egress) as client:
             result = await client.call_tool(tool, arguments)
     except DagwrightError:
         raise

@@ -16,6 +16,7 @@ from dagwright.registry.registry import Registry
 from dagwright.registry.services import (
     APPS,
     AUTOTQA,
+    EGRESS,
     EXAMPLES,
     HUMAN,
     INTERFACES,
@@ -36,6 +37,7 @@ __all__ = [
     "AUTOTQA",
     "CATEGORIES",
     "DEFAULT_OUTPUT",
+    "EGRESS",
     "EXAMPLES",
     "HUMAN",
     "INTERFACES",

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from dagwright.data.connectors.common import SourcePaths
     from dagwright.data.engine import QueryEngine
     from dagwright.data.isolation import SandboxSettings
+    from dagwright.egress import EgressPolicy
     from dagwright.embedding.embedder import Embedder
     from dagwright.embedding.service import Hit
     from dagwright.llm.gateway import CallResult, ChatRequest, DeltaFn
@@ -200,6 +201,10 @@ SANDBOX: Final[Service[SandboxSettings]] = Service(
 )
 MCP_STDIO: Final[Service[StdioAllowList]] = Service(
     "mcp_stdio", "the commands stdio MCP servers may be started with"
+)
+# Built off the loop: it looks up this host's own addresses (a resolver call).
+EGRESS: Final[Service[EgressPolicy]] = Service(
+    "egress", "the outbound-traffic policy (where flows may connect)", built_off_loop=True
 )
 SOURCE_PATHS: Final[Service[SourcePaths]] = Service(
     "source_paths", "the local folders file and SQLite data may be read from"

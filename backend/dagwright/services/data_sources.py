@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from dagwright.data.connectors.common import SourcePaths
     from dagwright.data.engine import QueryEngine
     from dagwright.data.limits import QueryLimits
+    from dagwright.egress import EgressPolicy
     from dagwright.tabular import EmbedderFactory
 
 # The data layer (DuckDB, Arrow) is imported on first use: a server start does not pay for it.
@@ -146,6 +147,7 @@ def engine_over(
     secrets: Secrets,
     limits: QueryLimits | None,
     paths: SourcePaths,
+    egress: EgressPolicy | None = None,
 ) -> QueryEngine:
     """A query engine over these sources. File and SQLite paths are checked against
     ``paths``, to which the demo sources' folders are added
@@ -157,7 +159,7 @@ def engine_over(
     demo = [Path(e.config["path"]).parent for e in entries.values() if e.origin == "demo"]
     config = {name: {**e.config, "kind": e.kind} for name, e in entries.items()}
     catalog = Catalog.from_config(
-        config, secrets, paths=paths.with_roots(demo), defer_path_refusals=True
+        config, secrets, paths=paths.with_roots(demo), defer_path_refusals=True, egress=egress
     )
     from dagwright.data.limits import QueryLimits
 
@@ -174,12 +176,16 @@ def settings_table_access(
     settings: Settings,
     paths: Callable[[], SourcePaths],
     embedders: EmbedderFactory | None = None,
+    egress: Callable[[], EgressPolicy] | None = None,
 ) -> TableAccess:
     """Table access for a process without the database (the command line): the settings
     file's sources and the demo's, their local paths checked against ``paths()``."""
     fixed = fixed_sources(settings.sources, demo_folder(settings))
     limits = query_limits(settings)
-    return TableAccess(lambda: engine_over(fixed, secrets, limits, paths()), embedders)
+    return TableAccess(
+        lambda: engine_over(fixed, secrets, limits, paths(), egress() if egress else None),
+        embedders,
+    )
 
 
 class DataSourceService(TableAccess):
@@ -196,6 +202,7 @@ class DataSourceService(TableAccess):
         limits: QueryLimits | None = None,
         paths: Callable[[], SourcePaths],
         embedders: EmbedderFactory | None = None,
+        egress: Callable[[], EgressPolicy] | None = None,
     ) -> None:
         """``paths``: the rule local file and SQLite sources are read under (the process's
         source roots, never the data directory's own files). ``embedders``: what
@@ -206,6 +213,7 @@ class DataSourceService(TableAccess):
         self._demo_folder = demo_folder
         self._limits = limits
         self._given_paths = paths
+        self._egress = egress  # where http_json sources may connect (None: the default)
         self._paths: SourcePaths | None = None
         super().__init__(self._build_engine, embedders)
 
@@ -254,7 +262,9 @@ class DataSourceService(TableAccess):
 
         settings = {**config, "kind": kind}
         # A forbidden file or SQLite path is refused here (source_path_forbidden, 400).
-        connector = create_connector(name, settings, self._secrets, paths=self.source_paths())
+        connector = create_connector(
+            name, settings, self._secrets, paths=self.source_paths(), egress=self._egress_policy()
+        )
         with session(self._db) as db:
             DataSourceRepository(db).put(name, kind, config, description)
             db.commit()
@@ -283,7 +293,12 @@ class DataSourceService(TableAccess):
 
     def _build_engine(self) -> QueryEngine:
         entries = {e.name: e for e in self.list()}
-        return engine_over(entries, self._secrets, self._limits, self.source_paths())
+        return engine_over(
+            entries, self._secrets, self._limits, self.source_paths(), self._egress_policy()
+        )
+
+    def _egress_policy(self) -> EgressPolicy | None:
+        return None if self._egress is None else self._egress()
 
     def _opened(self) -> QueryEngine | None:
         with self._lock:

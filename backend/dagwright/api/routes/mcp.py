@@ -72,12 +72,13 @@ class McpServerIn(BaseModel):
 @router.post("/mcp/tools", dependencies=[Admin])
 async def mcp_server_tools(body: McpServerIn, s: Deps) -> dict[str, Any]:
     """The tools of an MCP server (name, title, description, input schema), for the
-    `mcp_tool` block's config form. A stdio command must be one the operator allows."""
+    `mcp_tool` block's config form. A stdio command must be one the operator allows; a URL
+    must pass the egress policy (403 `egress_denied` otherwise)."""
     from dagwright.mcp.client import McpTarget, list_tools
 
     token = s.secrets.get(body.token_secret) if body.token_secret else None
     target = McpTarget(body.url, tuple(body.command), token)
-    return {"tools": await list_tools(target, s.mcp_stdio)}
+    return {"tools": await list_tools(target, s.mcp_stdio, s.egress)}
 
 
 @router.api_route("/apps/{app}/mcp", methods=["GET", "DELETE"], include_in_schema=False)

@@ -20,7 +20,7 @@ import re
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 from urllib.parse import quote
 
 import httpx
@@ -36,6 +36,7 @@ from dagwright.data.connectors.common import (
     arrow_pushable,
     rows_to_batch,
 )
+from dagwright.egress import EgressDeniedError, EgressPolicy
 from dagwright.errors import DataSourceError
 from dagwright.registry.services import Secrets
 from dagwright.secrets import Redactor
@@ -164,8 +165,17 @@ class _Table:
 class HttpJsonConnector(Connector):
     kind = "http_json"
     config_model = HttpJsonConfig
+    connects_out: ClassVar[bool] = True  # create_connector passes it the egress policy
 
-    def __init__(self, source: str, config: HttpJsonConfig, secrets: Secrets) -> None:
+    def __init__(
+        self,
+        source: str,
+        config: HttpJsonConfig,
+        secrets: Secrets,
+        egress: EgressPolicy | None = None,
+    ) -> None:
+        """``egress``: where the source's URLs may connect (dagwright/egress.py); without
+        one, the default policy (public addresses only)."""
         super().__init__(source)
         self.config = config
         params = dict(config.params)
@@ -182,13 +192,22 @@ class HttpJsonConnector(Connector):
             if template is None:
                 raise ValueError(f"table {name}: no url (give one for the table or the source)")
             self._tables[name] = _Table(source, name, table, _fill(template, params | table.params))
-        self._client = httpx.Client(headers=headers, timeout=config.timeout_s)
+        from dagwright.egress_http import sync_client
+
+        policy = EgressPolicy() if egress is None else egress
+        self._client = sync_client(policy, headers=headers, timeout=config.timeout_s)
         self._lock = threading.Lock()
         self._cache: dict[str, tuple[float, Any]] = {}
 
     @classmethod
-    def from_config(cls, source: str, config: Mapping[str, Any], secrets: Secrets) -> Self:
-        return cls(source, HttpJsonConfig.model_validate(config), secrets)
+    def from_config(
+        cls,
+        source: str,
+        config: Mapping[str, Any],
+        secrets: Secrets,
+        egress: EgressPolicy | None = None,
+    ) -> Self:
+        return cls(source, HttpJsonConfig.model_validate(config), secrets, egress)
 
     def schemas(self) -> list[str]:
         return [SCHEMA]
@@ -247,6 +266,8 @@ class HttpJsonConnector(Connector):
         shown = self._redact(table.url)
         try:
             response = self._client.get(table.url)
+        except EgressDeniedError as exc:
+            raise EgressDeniedError(f"source {self.source!r}: {exc.message}") from None
         except httpx.HTTPError as exc:
             raise DataSourceError(
                 f"source {self.source!r} is unreachable ({shown}): {self._redact(str(exc))}",
