@@ -94,11 +94,13 @@ class SandboxLimits:
 class SandboxResult:
     """The value of `result` (a table, a JSON value, or None when the code set none), what the
     code printed (cut to max_stdout_chars), and whether the table was cut to max_output_rows.
-    `isolation` names the layers in effect, outermost first: bubblewrap and its namespaces
-    (user_namespace, mount_namespace, pid_namespace, network_namespace, ipc_namespace,
-    uts_namespace, cgroup_namespace), scratch_quota (bytes), nproc_limit, then the child's
-    own: scratch_file_quota, rlimits, seccomp, landlock_abi_N, audit_hook. Without bubblewrap
-    (operator opt-in) the list starts at rlimits."""
+    `isolation` names the layers in effect, outermost first: host_budget (the host-wide
+    share, dagwright.data.sandbox_budget), bubblewrap and its namespaces (user_namespace,
+    mount_namespace, pid_namespace, network_namespace, ipc_namespace, uts_namespace,
+    cgroup_namespace), scratch_quota (bytes), nproc_limit, cgroup_vN_memory and
+    cgroup_vN_pids (the call's own cgroup, where the host offers one), then the child's own:
+    scratch_file_quota, rlimits, seccomp, landlock_abi_N, audit_hook. Without bubblewrap
+    (operator opt-in) host_budget is followed by rlimits."""
 
     result: pa.Table | JsonValue
     stdout: str

@@ -285,3 +285,10 @@ def check_memory_mb(value: int) -> int:
             "call (DAGWRIGHT_SANDBOX_MAX_CALL_MB)"
         )
     return value
+
+
+def waiting(budget: SandboxBudget) -> int:
+    """How many calls of this process wait for the budget now."""
+    ledger = _ledger(budget.resolved())
+    with ledger.changed:
+        return ledger.waiting
