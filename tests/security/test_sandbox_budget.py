@@ -428,3 +428,13 @@ def test_server_answers_429_when_the_sandboxes_are_full_and_stays_responsive(
         assert sandbox_budget.in_use(SandboxBudget(folder=str(budget_dir), max_concurrent=2)) == 0
     finally:
         api.close()
+
+
+def test_busy_is_a_429_with_retry_after_to_any_route() -> None:
+    """Where a route lets the error through (not a run's node), the one mapping answers."""
+    from dagwright.api.errors import dagwright_error_response
+
+    response = dagwright_error_response(SandboxBusyError("busy", retry_after=5))
+    assert response.status_code == 429
+    assert response.headers["Retry-After"] == "5"
+    assert isinstance(SandboxBusyError("busy", 1), SandboxError)  # a node failure to a flow

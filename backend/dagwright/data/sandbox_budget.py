@@ -50,7 +50,8 @@ def machine_memory_mb() -> int:
 class SandboxBudget:
     """The host's share for sandboxes. Zero means "derive from this machine": as many calls
     at once as cores, half of the RAM for all of them, a call at most min(4 GB, the budget),
-    and 4 waiting calls per slot."""
+    and as many waiting calls (per process) as slots: a waiting call holds a worker thread,
+    which other blocks need too."""
 
     max_concurrent: int = 0
     memory_mb: int = 0
@@ -67,7 +68,7 @@ class SandboxBudget:
             memory_mb=memory,
             max_call_mb=self.max_call_mb or min(_DEFAULT_CALL_CEILING_MB, memory),
             queue_wait_s=self.queue_wait_s,
-            queue_max=self.queue_max or 4 * concurrent,
+            queue_max=self.queue_max or concurrent,
             folder=self.folder
             or os.path.join(tempfile.gettempdir(), f"dagwright-budget-{os.geteuid()}"),
         )
@@ -98,9 +99,10 @@ class _Ledger:
         """A locked slot descriptor, or None and why not. Runs under the ledger lock, so no
         two calls of the host count the slots at the same time."""
         ledger = _open(self.folder / "ledger")
+        free: int | None = None
         try:
             fcntl.flock(ledger, fcntl.LOCK_EX)
-            used, taken, free = 0, 0, None
+            used, taken = 0, 0
             for index in range(self.budget.max_concurrent):
                 fd = _open(self.folder / f"slot-{index}")
                 try:
@@ -116,16 +118,18 @@ class _Ledger:
                     os.close(fd)  # closing drops the lock: it stays free
             if free is None:
                 return None, f"all {taken} sandbox slots of this host are in use"
-            if used + charge > self.budget.memory_mb:
-                os.close(free)
+            if used + charge > self.budget.memory_mb:  # the slot is let go below
                 return None, (
                     f"the sandboxes running hold {used} of this host's {self.budget.memory_mb}"
                     f" MB; this call needs {charge} MB"
                 )
             os.ftruncate(free, 0)
             os.pwrite(free, f"{charge} {os.getpid()}\n".encode(), 0)
-            return free, ""
+            taken_fd, free = free, None
+            return taken_fd, ""
         finally:
+            if free is not None:  # an error half-way: the slot must not stay held
+                os.close(free)
             os.close(ledger)  # and with it the ledger lock
 
     def release(self, fd: int) -> None:
