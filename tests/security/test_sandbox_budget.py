@@ -436,5 +436,5 @@ def test_busy_is_a_429_with_retry_after_to_any_route() -> None:
 
     response = dagwright_error_response(SandboxBusyError("busy", retry_after=5))
     assert response.status_code == 429
-    assert response.headers["Retry-After"] == "5"
+    assert int(response.headers["Retry-After"]) >= 5  # whole seconds, rounded up
     assert isinstance(SandboxBusyError("busy", 1), SandboxError)  # a node failure to a flow
