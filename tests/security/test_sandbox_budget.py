@@ -6,8 +6,8 @@ neither disturb the figures nor are disturbed; the served cases run a real `dagw
 under the health probe.
 
 Figures on the development host (2 cores, 24 GB, root, cgroup v1): before, 4 concurrent
-calls of 250 MB each ran at once (about 4 x 380 MB in their cgroups) and 3,000 threads
-started in one call; after, at most the budget's 2 calls run at once (their summed cgroup
+calls of 250 MB each ran at once (1,223 MB together in their cgroups; 4 x 900 MB: 3,829 MB)
+and 3,000 threads started in one call; after, at most the budget's 2 calls run at once (their summed cgroup
 usage stays under the budget), the others wait or get `sandbox_busy` (429 with Retry-After),
 and the thread bomb stops at the call's pids.max (64 tasks).
 """
@@ -269,6 +269,23 @@ result = started
 def test_cgroup_is_removed_after_the_call() -> None:
     run_python("result = 1", TABLES, settings=SandboxSettings())
     assert sandbox_cgroup.running(os.getpid()) == []
+
+
+def test_cgroups_of_dead_owners_are_swept() -> None:
+    found = sandbox_cgroup.host()
+    if found is None:
+        pytest.skip("this host offers no cgroup for the sandbox")
+    dead = sandbox_cgroup.CallCgroup(found, f"{sandbox_cgroup.PREFIX}999999999-0", 2**26, 8)
+    live = sandbox_cgroup.CallCgroup(found, f"{sandbox_cgroup.PREFIX}{os.getpid()}-live", 2**26, 8)
+    dead.create()
+    live.create()
+    try:
+        sandbox_cgroup.sweep(found)
+        assert not any(folder.exists() for folder in dead.folders)
+        assert all(folder.exists() for folder in live.folders)
+    finally:
+        live.remove()
+        dead.remove()
 
 
 # -- scratch folders of a killed server ------------------------------------------------------
