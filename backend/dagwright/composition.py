@@ -140,6 +140,7 @@ class Composition:
         def build() -> Registry:
             from dagwright.registry import Registry
 
+            self.sandbox()  # sets the memory_mb ceiling the sandbox blocks' configs check
             return Registry.default(self.settings.block_folders)
 
         return self._once("registry", build)
