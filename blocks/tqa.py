@@ -8,7 +8,7 @@ from __future__ import annotations
 import asyncio
 from typing import Any, Literal, TypedDict
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from dagwright.errors import DagwrightError
 from dagwright.registry import APPS, AUTOTQA, SANDBOX, NodeContext, block
@@ -136,7 +136,16 @@ class PythonCodeConfig(BaseModel):
     )
     cpu_s: int = Field(10, ge=1, le=600, description="CPU seconds allowed.")
     wall_s: float = Field(20, gt=0, le=1200, description="Wall-clock seconds allowed.")
-    memory_mb: int = Field(1024, ge=64, le=16384, description="Memory allowed, in MB.")
+    memory_mb: int = Field(
+        1024, ge=64, le=16384, description="Memory allowed, in MB (at most the server's ceiling)."
+    )
+
+    @field_validator("memory_mb")
+    @classmethod
+    def _within_ceiling(cls, value: int) -> int:
+        from dagwright.data.sandbox_budget import check_memory_mb
+
+        return check_memory_mb(value)
 
 
 class PythonCodeOutput(TypedDict):

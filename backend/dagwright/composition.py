@@ -141,6 +141,7 @@ class Composition:
         def build() -> Registry:
             from dagwright.registry import Registry
 
+            self.sandbox()  # sets the memory_mb ceiling the sandbox blocks' configs check
             return Registry.default(self.settings.block_folders)
 
         return self._once("registry", build)
@@ -309,10 +310,23 @@ class Composition:
     def sandbox(self) -> SandboxSettings:
         """Where the Python sandbox finds bubblewrap, and whether code may run without it."""
         from dagwright.data.isolation import SandboxSettings
+        from dagwright.data.sandbox_budget import SandboxBudget, set_ceiling
 
+        s = self.settings
+        budget = SandboxBudget(
+            max_concurrent=s.sandbox_max_concurrent,
+            memory_mb=s.sandbox_memory_budget_mb,
+            max_call_mb=s.sandbox_max_call_mb,
+            queue_wait_s=s.sandbox_queue_wait_s,
+            queue_max=s.sandbox_queue_max,
+            folder=s.sandbox_budget_dir.strip(),
+        )
+        set_ceiling(budget)  # what block configs are checked against at save time
         return SandboxSettings(
-            bwrap=self.settings.sandbox_bwrap.strip(),
-            allow_unisolated=self.settings.sandbox_allow_unisolated,
+            bwrap=s.sandbox_bwrap.strip(),
+            allow_unisolated=s.sandbox_allow_unisolated,
+            budget=budget,
+            cgroup=s.sandbox_cgroup,
         )
 
     def egress(self) -> EgressPolicy:

@@ -167,6 +167,23 @@ class SandboxError(DataError):
         return result
 
 
+class SandboxBusyError(SandboxError, RetryLaterError):
+    """The host's sandbox budget (calls at once, memory) stayed full for the time a call may
+    wait (``sandbox_busy``): a SandboxError to the flow, HTTP 429 with Retry-After to an API
+    caller."""
+
+    code = "sandbox_busy"
+
+    def __init__(self, message: str, retry_after: float) -> None:
+        # Not through super(): the two bases take different arguments; set what each keeps.
+        DagwrightError.__init__(self, message)
+        self.code = "sandbox_busy"
+        self.source = None
+        self.traceback = None
+        self.stdout = ""
+        self.retry_after = retry_after
+
+
 def format_location(loc: tuple[int | str, ...]) -> str:
     """A pydantic error location as a path: ``("rules", 2, "fault")`` -> ``rules[2].fault``."""
     path = ""

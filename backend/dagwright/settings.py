@@ -161,6 +161,14 @@ class Settings(BaseSettings):
     query_temp_size: str | None = None
     sandbox_bwrap: str = ""
     sandbox_allow_unisolated: bool = False
+    # The host-wide sandbox budget (docs/security/sandbox.md); 0: derived from the machine.
+    sandbox_max_concurrent: int = Field(0, ge=0)
+    sandbox_memory_budget_mb: int = Field(0, ge=0)
+    sandbox_max_call_mb: int = Field(0, ge=0)
+    sandbox_queue_wait_s: float = Field(5.0, ge=0, le=120)
+    sandbox_queue_max: int = Field(0, ge=0)
+    sandbox_budget_dir: str = ""
+    sandbox_cgroup: bool = True
 
     # -- tools -----------------------------------------------------------------------------
     mcp_stdio_commands: str = Field("", description="executables, comma-separated")

@@ -31,6 +31,7 @@ import pytest
 
 import dagwright.data.sandbox as sandbox
 from dagwright.composition import Composition
+from dagwright.data import sandbox_cgroup
 from dagwright.data.isolation import (
     ENV_ALLOW_UNISOLATED,
     ENV_BWRAP,
@@ -619,7 +620,8 @@ def test_pid_namespace_ends_a_daemon_when_the_wall_clock_kills() -> None:
 @pytest.mark.usefixtures("processes_allowed")
 def test_fork_bomb_without_seccomp_is_bounded_and_ended() -> None:
     """RLIMIT_NPROC counts the tasks of the sandbox's user namespace (not for a server that
-    runs as root: the kernel exempts host root); the PID namespace ends them all."""
+    runs as root: the kernel exempts host root), the call's cgroup (pids.max) for root too;
+    the PID namespace ends them all."""
     code = (
         PROCESSES.split("attempt(")[0]
         + r"""
@@ -632,10 +634,11 @@ result["created"] = len(created)
 result["pid_namespace"] = pid_namespace()
 """
     )
-    root = os.geteuid() == 0
+    # As root, only a cgroup's pids.max bounds them (dagwright.data.sandbox_cgroup).
+    unbounded = os.geteuid() == 0 and sandbox_cgroup.host() is None
     limits = SandboxLimits(max_tasks=32)
-    found = outcomes(f"LIMIT = {40 if root else 1000}\n" + code, limits)
-    if root:
+    found = outcomes(f"LIMIT = {40 if unbounded else 1000}\n" + code, limits)
+    if unbounded:
         assert found["created"] == 40  # nothing but memory and the pid namespace bounds them
     else:
         assert_refused(found, {"bomb": errno_text(errno.EAGAIN)})
@@ -710,7 +713,7 @@ def test_operator_may_opt_in_to_run_unisolated(
     opted_in = served()
     outcome: SandboxResult = run_python(hostile(PROCESSES), TABLES, settings=opted_in)
     assert "bubblewrap" not in outcome.isolation
-    assert outcome.isolation[0] == "rlimits"
+    assert outcome.isolation[:2] == ("host_budget", "rlimits")
     assert "seccomp" in outcome.isolation  # the child's own layers still hold
     assert isinstance(outcome.result, dict)
     assert_refused(outcome.result, PROCESS_REASONS)

@@ -27,9 +27,11 @@ import sys
 import sysconfig
 import threading
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
+from dagwright.data import sandbox_cgroup
+from dagwright.data.sandbox_budget import SandboxBudget
 from dagwright.errors import SandboxError
 
 log = logging.getLogger(__name__)
@@ -63,10 +65,15 @@ _ROOT_ENTRIES = ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32")
 
 @dataclass(frozen=True, slots=True)
 class SandboxSettings:
-    """How the sandbox finds bubblewrap, and whether code may run without it."""
+    """How the sandbox finds bubblewrap, whether code may run without it, and the host's
+    budget and cgroups its calls run under."""
 
     bwrap: str = ""  # empty: `bwrap` on PATH, else /usr/bin/bwrap
     allow_unisolated: bool = False
+    # The host-wide share every call takes first (dagwright.data.sandbox_budget).
+    budget: SandboxBudget = field(default_factory=SandboxBudget)
+    # A cgroup per call where the host offers one (dagwright.data.sandbox_cgroup).
+    cgroup: bool = True
 
     def bwrap_path(self) -> str:
         if self.bwrap:
@@ -141,11 +148,19 @@ def describe(settings: SandboxSettings) -> str:
             "read-only Python runtime, tmpfs scratch quota; then rlimits, seccomp, Landlock, "
             "audit hook"
         )
-        if owner == 0:
+        cgroup = sandbox_cgroup.host() if settings.cgroup else None
+        if cgroup is not None:
+            line += f"; a cgroup v{cgroup.version} per call (memory.max, pids.max)"
+        elif owner == 0:
             line += (
-                " (the server runs as root: the process count limit is seccomp's alone, "
-                "RLIMIT_NPROC does not hold for host root)"
+                " (the server runs as root and no cgroup is available: the process count "
+                "limit is seccomp's alone, RLIMIT_NPROC does not hold for host root)"
             )
+        budget = settings.budget.resolved()
+        line += (
+            f"; host budget {budget.max_concurrent} calls at once, {budget.memory_mb} MB in "
+            f"all, {budget.max_call_mb} MB a call ({budget.folder})"
+        )
         return line
     if settings.allow_unisolated:
         return (
@@ -161,7 +176,11 @@ def describe(settings: SandboxSettings) -> str:
 
 
 def log_isolation(settings: SandboxSettings) -> None:
-    """The start-up line (a warning so that it shows at the server's default log level)."""
+    """The start-up line (a warning so that it shows at the server's default log level),
+    after sweeping the call folders of dead servers (dagwright.data.sandbox_scratch)."""
+    from dagwright.data.sandbox_scratch import sweep
+
+    sweep()
     log.warning("%s", describe(settings))
 
 
@@ -188,6 +207,8 @@ def runtime_paths() -> list[str]:
     ]
     paths = sysconfig.get_paths()
     candidates += [paths[key] for key in ("stdlib", "platstdlib", "purelib", "platlib")]
+    # Package folders a .pth file chains in (a worktree's venv over a shared one's packages).
+    candidates += [p for p in sys.path if os.path.basename(p) in ("site-packages", "dist-packages")]
     found: set[str] = set()
     for candidate in candidates:
         for path in {os.path.abspath(candidate), os.path.realpath(candidate)}:

@@ -29,7 +29,6 @@ import select
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -40,6 +39,7 @@ from typing import Any, TypeAlias
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from dagwright.data import sandbox_budget, sandbox_cgroup
 from dagwright.data.isolation import (
     BWRAP_LAYERS,
     INSIDE_CHILD,
@@ -52,6 +52,7 @@ from dagwright.data.isolation import (
     read_child_pid,
     unavailable_error,
 )
+from dagwright.data.sandbox_scratch import scratch_folder
 from dagwright.errors import SandboxError
 
 JsonValue: TypeAlias = "bool | int | float | str | list[JsonValue] | dict[str, JsonValue] | None"
@@ -93,11 +94,13 @@ class SandboxLimits:
 class SandboxResult:
     """The value of `result` (a table, a JSON value, or None when the code set none), what the
     code printed (cut to max_stdout_chars), and whether the table was cut to max_output_rows.
-    `isolation` names the layers in effect, outermost first: bubblewrap and its namespaces
-    (user_namespace, mount_namespace, pid_namespace, network_namespace, ipc_namespace,
-    uts_namespace, cgroup_namespace), scratch_quota (bytes), nproc_limit, then the child's
-    own: scratch_file_quota, rlimits, seccomp, landlock_abi_N, audit_hook. Without bubblewrap
-    (operator opt-in) the list starts at rlimits."""
+    `isolation` names the layers in effect, outermost first: host_budget (the host-wide
+    share, dagwright.data.sandbox_budget), bubblewrap and its namespaces (user_namespace,
+    mount_namespace, pid_namespace, network_namespace, ipc_namespace, uts_namespace,
+    cgroup_namespace), scratch_quota (bytes), nproc_limit, cgroup_vN_memory and
+    cgroup_vN_pids (the call's own cgroup, where the host offers one), then the child's own:
+    scratch_file_quota, rlimits, seccomp, landlock_abi_N, audit_hook. Without bubblewrap
+    (operator opt-in) host_budget is followed by rlimits."""
 
     result: pa.Table | JsonValue
     stdout: str
@@ -106,7 +109,7 @@ class SandboxResult:
     isolation: tuple[str, ...] = ()
 
 
-def run_python(  # noqa: PLR0912
+def run_python(
     code: str,
     tables: Mapping[str, pa.Table],
     *,
@@ -124,10 +127,24 @@ def run_python(  # noqa: PLR0912
     found = probe(settings)
     if not found.available and not settings.allow_unisolated:
         raise unavailable_error(found)
-    isolated = found.available
+    with sandbox_budget.share(settings.budget, limits.memory_mb, limits.scratch_mb) as charge:
+        cgroup = None
+        if found.available and settings.cgroup:
+            cgroup = sandbox_cgroup.new_call(charge * 1024 * 1024, limits.max_tasks)
+        return _run(code, tables, limits, found.available, found.bwrap, cgroup)
+
+
+def _run(  # noqa: PLR0912, C901
+    code: str,
+    tables: Mapping[str, pa.Table],
+    limits: SandboxLimits,
+    isolated: bool,
+    bwrap: str,
+    cgroup: sandbox_cgroup.CallCgroup | None,
+) -> SandboxResult:
+    """One call, its share of the host's budget held (see run_python)."""
     started = time.monotonic()
-    with tempfile.TemporaryDirectory(prefix="dagwright-sandbox-") as folder:
-        base = Path(folder)
+    with scratch_folder() as base:
         job_dir, out = base / "job", base / "out"
         job_dir.mkdir()
         out.mkdir()
@@ -154,7 +171,7 @@ def run_python(  # noqa: PLR0912
             (job_dir / "job.json").write_text(json.dumps(job), encoding="utf-8")
             if isolated:
                 returncode, cpu_used, wall_killed = _run_in_bwrap(
-                    found.bwrap, job_dir, out, scratch_path, limits, (status_fd, result_fd)
+                    bwrap, job_dir, out, scratch_path, limits, (status_fd, result_fd), cgroup
                 )
             else:
                 returncode, cpu_used, wall_killed = _run_unisolated(
@@ -177,6 +194,14 @@ def run_python(  # noqa: PLR0912
                 stdout=stdout,
             )
         status = _read_status(out / "status.json")
+        if cgroup is not None and cgroup.oom_killed and (status is None or not status["ok"]):
+            raise SandboxError(
+                f"the Python code ran out of memory (limit {limits.memory_mb} MB; the call's "
+                f"cgroup allows {cgroup.memory_bytes // (1024 * 1024)} MB with the "
+                "interpreter and scratch folder)",
+                "python_memory",
+                stdout=stdout,
+            )
         if status is None:
             if isolated and stderr.startswith("bwrap:"):
                 raise SandboxError(
@@ -200,7 +225,10 @@ def run_python(  # noqa: PLR0912
                 stdout=stdout,
             )
         result = _read_result(out / "result", status.get("result"), stdout)
-        layers = [*BWRAP_LAYERS, *(["nproc_limit"] if nproc else [])] if isolated else []
+        layers = ["host_budget"]
+        if isolated:
+            layers += [*BWRAP_LAYERS, *(["nproc_limit"] if nproc else [])]
+            layers += cgroup.host.layers() if cgroup is not None else []
         return SandboxResult(
             result=result,
             stdout=stdout,
@@ -248,10 +276,12 @@ def _run_in_bwrap(
     scratch: str,
     limits: SandboxLimits,
     outputs: tuple[int, ...],
+    cgroup: sandbox_cgroup.CallCgroup | None,
 ) -> tuple[int, float, bool]:
     """Runs the child under bubblewrap to its end and makes sure nothing of the sandbox is
     left. Returns the child's exit code (negative: the signal that ended it), the CPU seconds
-    it and its processes used, and whether the wall clock killed it."""
+    it and its processes used, and whether the wall clock killed it. With a cgroup, the
+    child is moved into it before it runs anything, and the cgroup is removed at the end."""
     command = [sys.executable, "-I", "-B", INSIDE_CHILD, INSIDE_JOB, scratch]
     info_r, info_w = os.pipe2(os.O_CLOEXEC)
     block_r, block_w = os.pipe2(os.O_CLOEXEC)
@@ -286,10 +316,28 @@ def _run_in_bwrap(
     os.close(block_r)
     sandbox = _Sandbox(process.pid)
     deadline: _Deadline | None = None
+    created = False
     try:
         # The sandbox waits on block_r before it runs the command: its pid is pinned first, so
         # that a kill can never hit another process that was given the same pid.
-        sandbox.pin(read_child_pid(_read_until_eof(info_r, _SETUP_TIMEOUT_S)))
+        child = read_child_pid(_read_until_eof(info_r, _SETUP_TIMEOUT_S))
+        sandbox.pin(child)
+        if cgroup is not None:
+            # In before the first line of the user's code: every thread and process it makes
+            # is born inside, under memory.max and pids.max.
+            if child is None or sandbox.pidfd is None:
+                raise SandboxError(
+                    "the sandbox did not start: no code is run", "sandbox_unavailable"
+                )
+            created = True  # a half-made cgroup is removed too
+            try:
+                cgroup.create()
+                cgroup.add(child)
+            except OSError as exc:
+                raise SandboxError(
+                    f"the sandbox's cgroup could not be set up ({exc}): no code is run",
+                    "sandbox_unavailable",
+                ) from None
         deadline = _Deadline(sandbox.kill, limits.wall_s)
         with contextlib.suppress(BrokenPipeError):
             os.write(block_w, b"x")
@@ -305,6 +353,8 @@ def _run_in_bwrap(
         sandbox.kill()  # nothing left to kill when the child ended by itself
         _, wait_status, usage = os.wait4(process.pid, 0)
         sandbox.wait_gone()
+        if cgroup is not None and created:
+            cgroup.finish()
     returncode = os.waitstatus_to_exitcode(wait_status)
     if returncode > 128 and returncode - 128 in signal.valid_signals():
         returncode = -(returncode - 128)  # bwrap reports a signal as 128 + its number

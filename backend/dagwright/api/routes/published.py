@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import math
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Request
@@ -123,8 +124,13 @@ async def _run(app: str, body: RunIn, request: Request, s: Services) -> Response
         return _accepted(live.run_id, "running")
     if body.stream:
         return EventSourceResponse(run_events(live))
+    record = await live.wait()
     # The body is JSON-ready already: FastAPI's encoder would walk it again.
-    return SafeJSONResponse(result_body(await live.wait()))
+    if record.status == "failed" and (record.error or {}).get("code") == "sandbox_busy":
+        # The host's sandbox budget was full (docs/security/sandbox.md): the caller's to retry.
+        wait = max(1, math.ceil(s.settings.sandbox_queue_wait_s))
+        return SafeJSONResponse(result_body(record), 429, headers={"Retry-After": str(wait)})
+    return SafeJSONResponse(result_body(record))
 
 
 def _accepted(run_id: str, status: str) -> JSONResponse:
