@@ -437,6 +437,42 @@ class SourcePaths:
         roots = tuple(dict.fromkeys([*self.roots, *added]))
         return SourcePaths(roots, self.data_dir, self.forbidden)
 
+    def confined_to(self, folder: Path | str) -> SourcePaths:
+        """This rule with ``folder`` as its only root (the data directory's own files and the
+        system folders still forbidden): what a dataset file's references to its tables may
+        read, its own folder and nothing beside it."""
+        return SourcePaths((_real(Path(folder)),), self.data_dir, self.forbidden)
+
+    def check_relative(self, given: str, base: Path, source: str) -> Path:
+        """``given``, a path a file names relative to its folder ``base`` (a dataset's
+        `table`, `context`, `table_id`...), resolved there when this rule allows it, else
+        SourcePathError: an absolute path is refused (it would not depend on ``base``), and
+        so is whatever ``..`` or a symlink takes outside the rule's folders."""
+        if "\x00" in given:
+            raise SourcePathError(
+                f"{source}: the path {given!r} holds a NUL character", given, self.roots, source
+            )
+        if Path(given).is_absolute() or given.startswith("~"):
+            raise SourcePathError(
+                f"{source}: the path {given!r} is absolute; give it relative to the folder"
+                " of the file that names it",
+                given,
+                self.roots,
+                source,
+            )
+        # Symlinks and ".." resolved first: the check is on the file that would be read.
+        resolved = _real(base / given)
+        if not self.allows(resolved):
+            raise SourcePathError(
+                f"{source}: the path {given!r} leads outside the folder of the file that"
+                " names it (with '..' or a symlink), or to one of the data directory's own"
+                " files",
+                given,
+                self.roots,
+                source,
+            )
+        return resolved
+
     def allows(self, resolved: Path) -> bool:
         """Whether an already resolved, absolute path may be read."""
         if not resolved.is_absolute():
