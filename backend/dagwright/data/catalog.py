@@ -23,6 +23,7 @@ from pydantic import BaseModel, ValidationError
 from dagwright.data.connector import Connector, Filter, Split, TableInfo
 from dagwright.data.connectors import connector_kinds
 from dagwright.data.connectors.common import SourcePathError, SourcePaths
+from dagwright.data.connectors.own_store import OwnStoreError
 from dagwright.errors import DataError, DataSourceError, describe_validation_error
 from dagwright.registry.services import Secrets
 from dagwright.secrets import EnvSecrets
@@ -104,7 +105,7 @@ class Catalog:
             for name, settings in config.items():
                 try:
                     connector = create_connector(name, settings, secrets, paths=paths)
-                except SourcePathError as exc:
+                except (SourcePathError, OwnStoreError) as exc:
                     if not defer_path_refusals:
                         raise
                     connector = RefusedSource(name, exc)
@@ -290,7 +291,7 @@ class RefusedSource(Connector):
     kind = "refused"
     config_model = BaseModel
 
-    def __init__(self, source: str, error: SourcePathError) -> None:
+    def __init__(self, source: str, error: SourcePathError | OwnStoreError) -> None:
         super().__init__(source)
         self.error = error
 
@@ -300,6 +301,8 @@ class RefusedSource(Connector):
 
     def _refuse(self) -> NoReturn:
         error = self.error  # a new exception each time: a raised one keeps its traceback
+        if isinstance(error, OwnStoreError):
+            raise OwnStoreError(error.message, source=self.source) from None
         roots = [Path(root) for root in error.roots]
         raise SourcePathError(error.message, error.path, roots, self.source) from None
 
@@ -330,7 +333,9 @@ def create_connector(
 ) -> Connector:
     """A connector from one source's settings (``kind`` plus the kind's own settings).
     Kinds that read local files (``reads_local_paths``) get ``paths``, the rule their paths
-    are checked against (None: no path is allowed); a forbidden path is SourcePathError."""
+    are checked against (None: no path is allowed); a forbidden path is SourcePathError.
+    Database kinds (``reaches_servers``) get it too: one reaching the server's own database
+    is OwnStoreError."""
     check_source_name(name)
     kinds = connector_kinds()
     kind = settings.get("kind")
@@ -343,8 +348,11 @@ def create_connector(
     options = {key: value for key, value in settings.items() if key != "kind"}
     factory = kinds[kind]
     try:
-        if getattr(factory, "reads_local_paths", False):
-            # The kinds that declare it take the keyword (files, sqlite).
+        if getattr(factory, "reads_local_paths", False) or getattr(
+            factory, "reaches_servers", False
+        ):
+            # The kinds that declare it take the keyword (files, sqlite; postgres, mysql:
+            # kept away from the server's own database).
             made: Connector = factory.from_config(name, options, secrets, paths=paths)  # type: ignore[call-arg]
             return made
         return factory.from_config(name, options, secrets)

@@ -240,6 +240,8 @@ class DatasetService:
                     continue
                 from dagwright.evaluation.spider_server import load_into_server
 
+                # Never into the server's own database: refused before anything is loaded.
+                self._sources.source_paths().check_server(server_url, [source_name], source_name)
                 pack = path.parent / "databases" / db_id  # as read_spider found it
                 served_by = load_into_server(pack, built, server_url, source_name)
                 config = {"url": server_url, "schemas": [source_name]}
