@@ -15,7 +15,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -63,10 +63,8 @@ def _create_data_database() -> None:
     with psycopg.connect(POSTGRES_ADMIN_URL, connect_timeout=3, autocommit=True) as connection:
         found = connection.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name])
         if found.fetchone() is None:
-            try:
+            with suppress(psycopg.errors.DuplicateDatabase, psycopg.errors.UniqueViolation):
                 connection.execute(f'CREATE DATABASE "{name}"')
-            except (psycopg.errors.DuplicateDatabase, psycopg.errors.UniqueViolation):
-                pass
 
 
 @functools.cache
