@@ -106,10 +106,12 @@ class Where:
 
 
 def _read_text(path: Path) -> str:
+    data = path.read_bytes()
     try:
-        return path.read_text(encoding="utf-8")
+        return data.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise DatasetFormatError(f"{path.name}: not UTF-8 text (byte {exc.start})") from None
+        line = data[: exc.start].count(b"\n") + 1
+        raise Where(path.name, line).error(f"not UTF-8 text (byte {exc.start})") from None
 
 
 def _rows_tsv(path: Path) -> Iterator[tuple[Where, dict[str, str]]]:
@@ -135,7 +137,8 @@ def _records(path: Path) -> Iterator[tuple[Where, dict[str, Any]]]:
             for row in reader:
                 yield Where(path.name, reader.line_num), row
         except csv.Error as exc:
-            where = Where(path.name, reader.line_num)
+            # The underlying reader's count: it includes the line that failed.
+            where = Where(path.name, reader.reader.line_num)
             raise where.error(f"not {path.suffix[1:].upper()}: {exc}") from None
         return
     for number, line in enumerate(_read_text(path).splitlines(), 1):
