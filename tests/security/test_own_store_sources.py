@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 import shutil
 import socket
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -138,12 +139,13 @@ def test_a_mysql_source_is_still_a_source_on_a_postgres_store(api: Api) -> None:
 def test_spider_is_not_loaded_into_the_stores_database(
     server: ServerProcess, api: Api, store_url: str
 ) -> None:
+    name = f"own_sp_{uuid.uuid4().hex[:8]}"  # a schema left by a run of the old code stays
     pack = server.data_dir.resolve() / "sources" / "spider"
     shutil.copytree(FIXTURES / "spider", pack, dirs_exist_ok=True)
     response = api.http.post(
         "/api/v1/datasets",
         json={
-            "name": "own_sp",
+            "name": name,
             "kind": "spider",
             "path": str(pack / "train_queries.csv"),
             "server_url": "postgresql://postgres@localhost:5432/test",
@@ -153,10 +155,11 @@ def test_spider_is_not_loaded_into_the_stores_database(
     assert error["code"] == "source_is_own_store", error
     with psycopg.connect(store_url.replace("+psycopg", ""), autocommit=True) as connection:
         schemas = connection.execute(
-            "SELECT nspname FROM pg_namespace WHERE nspname LIKE 'own_sp%'"
+            "SELECT nspname FROM pg_namespace WHERE nspname LIKE %s", [f"{name}%"]
         ).fetchall()
     assert schemas == []
-    assert api.http.get("/api/v1/datasets/own_sp").status_code == 404
+    assert api.http.get(f"/api/v1/datasets/{name}").status_code == 404
+    assert not (server.data_dir / "sources" / "eval-datasets" / name).exists()
 
 
 # -- the rule itself -------------------------------------------------------------------------
