@@ -226,6 +226,9 @@ HOSTILE_UPLOADS: list[tuple[str, str, str, int, str | None]] = [
     ("generic table absolute", "generic", "jsonl", 2, "table"),
     ("generic table ..", "generic", "jsonl", 2, "table"),
     ("generic question a list", "generic", "jsonl", 2, "question"),
+    ("generic id of 200", "generic", "jsonl", 2, "id"),
+    ("generic id repeated", "generic", "jsonl", 2, "id"),
+    ("feta_id repeated", "fetaqa", "jsonl", 2, "feta_id"),
     ("csv field over the limit", "generic", "csv", 2, None),
     ("tsv table absolute", "generic", "tsv", 2, "table"),
 ]
@@ -250,6 +253,9 @@ def upload_body(case: str) -> bytes:
         "generic table absolute": {"question": "q", "table": "/etc/passwd"},
         "generic table ..": {"question": "q", "table": "../../../../secret.key"},
         "generic question a list": {"question": ["q"]},
+        "generic id of 200": {"id": "i" * 200, "question": "q"},
+        "generic id repeated": {"id": 0, "question": "q"},  # the first line is example 0
+        "feta_id repeated": feta(),
     }
     if case in bad:
         return (good + json.dumps(bad[case]) + "\n").encode()
@@ -399,6 +405,17 @@ def test_check_relative_refuses_a_nul_and_a_home_path(tmp_path: Path) -> None:
     (tmp_path / "ok.csv").write_text("a\n")
     assert rule.check_relative("ok.csv", tmp_path, "t") == (tmp_path / "ok.csv").resolve()
     assert os.path.isabs(rule.check_relative("./sub/../ok.csv", tmp_path, "t"))
+
+
+def test_a_spider_query_nested_past_the_parser_names_its_line(tmp_path: Path) -> None:
+    pack = tmp_path / "pack"
+    shutil.copytree(FIXTURES / "spider" / "databases", pack / "databases")
+    deep = "SELECT " + "(" * 3000 + "1" + ")" * 3000
+    db_id = sorted(p.name for p in (pack / "databases").iterdir())[0]
+    (pack / "q.csv").write_text(f'database,question,sql\n{db_id},q,"{deep}"\n')
+    with pytest.raises(DatasetFormatError) as caught:
+        list(read_dataset("spider", pack / "q.csv", tmp_path / "tables"))
+    assert (caught.value.line, caught.value.field) == (2, "sql")
 
 
 def test_a_file_that_is_not_utf8_names_its_line(tmp_path: Path) -> None:

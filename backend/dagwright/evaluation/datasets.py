@@ -20,7 +20,7 @@ import io
 import json
 import re
 import sqlite3
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -76,6 +76,9 @@ class ParsedExample:
     gold: dict[str, Any]
     tables: list[str]  # table names, in the dataset's source (or database ids for spider)
     meta: dict[str, Any] = field(default_factory=dict)
+    # Where it came from, for errors found after reading (a repeated id).
+    where: Where | None = None
+    id_field: str | None = None
 
 
 def table_name(relative: str) -> str:
@@ -168,6 +171,32 @@ def _text(where: Where, record: dict[str, Any], name: str) -> str:
     if isinstance(value, bool) or not isinstance(value, str | int | float):
         raise where.error(f"text expected, not {type(value).__name__}", name)
     return str(value)
+
+
+# The stored example id's length (eval_examples.example_id).
+MAX_EXAMPLE_ID = 128
+
+
+def _example_id(where: Where, value: Any, name: str) -> str:
+    if isinstance(value, bool) or not isinstance(value, str | int | float):
+        raise where.error(f"text expected, not {type(value).__name__}", name)
+    text = str(value)
+    if len(text) > MAX_EXAMPLE_ID:
+        raise where.error(f"{len(text)} characters; an id has at most {MAX_EXAMPLE_ID}", name)
+    return text
+
+
+def unique_ids(examples: Iterable[ParsedExample]) -> Iterator[ParsedExample]:
+    """The examples, refusing an id seen before (a split holds each id once)."""
+    seen: dict[str, Where | None] = {}
+    for example in examples:
+        if example.example_id in seen:
+            first = seen[example.example_id]
+            where = example.where or Where("the file", 0)
+            since = f" (first on line {first.line})" if first is not None else ""
+            raise where.error(f"the id {example.example_id!r} is repeated{since}", example.id_field)
+        seen[example.example_id] = example.where
+        yield example
 
 
 def _component(where: Where, value: Any, name: str) -> str:
@@ -281,7 +310,9 @@ def read_wikitq(path: Path, tables: Path, paths: SourcePaths) -> Iterator[Parsed
             _copy_csv(source, tables / f"{name}.csv", where, "context")
         gold: dict[str, Any] = {k: row[k] for k in ("targetValue", "targetCanon") if k in row}
         kind = row.get("targetCanonType") or _answer_type(tsv_unescape_list(row["targetValue"]))
-        yield ParsedExample(example_id, question, gold, [name], {"answer_type": kind})
+        example_id = _example_id(where, example_id, "id")
+        meta = {"answer_type": kind}
+        yield ParsedExample(example_id, question, gold, [name], meta, where, "id")
 
 
 def read_tabfact(path: Path, tables: Path, paths: SourcePaths) -> Iterator[ParsedExample]:
@@ -301,8 +332,8 @@ def read_tabfact(path: Path, tables: Path, paths: SourcePaths) -> Iterator[Parse
                 raise where.error(f"the table is not UTF-8 text: {exc}", "table_id") from None
             _write_csv(tables / f"{name}.csv", [line.split("#") for line in lines if line])
         meta = {"label": "entailed" if label == 1 else "refuted", "caption": record.get("caption")}
-        key = str(record.get("id", index))
-        yield ParsedExample(key, statement, {"label": label}, [name], meta)
+        key = _example_id(where, record.get("id", index), "id")
+        yield ParsedExample(key, statement, {"label": label}, [name], meta, where, "id")
 
 
 def read_fetaqa(path: Path, tables: Path, paths: SourcePaths) -> Iterator[ParsedExample]:
@@ -317,7 +348,7 @@ def read_fetaqa(path: Path, tables: Path, paths: SourcePaths) -> Iterator[Parsed
             "page": record.get("table_page_title"),
             "section": record.get("table_section_title"),
         }
-        yield ParsedExample(key, question, {"answer": answer}, [name], meta)
+        yield ParsedExample(key, question, {"answer": answer}, [name], meta, where, "feta_id")
 
 
 def read_spider(path: Path, tables: Path, paths: SourcePaths) -> Iterator[ParsedExample]:
@@ -347,7 +378,10 @@ def read_spider(path: Path, tables: Path, paths: SourcePaths) -> Iterator[Parsed
                     f"database {db_id!r} cannot be built: {exc}", "database"
                 ) from None
         gold = {"sql": sql, "db_id": db_id}
-        meta = {"db_id": db_id, "hardness": hardness(sql)}
+        try:
+            meta = {"db_id": db_id, "hardness": hardness(sql)}
+        except RecursionError:
+            raise where.error("nested too deeply to parse", "sql") from None
         yield ParsedExample(str(index), question, gold, [db_id], meta)
 
 
@@ -367,8 +401,8 @@ def read_generic(
                 source = _table_file(paths, path.parent, where, table, names["table"])
                 _copy_csv(source, tables / f"{name}.csv", where, names["table"])
             table_names.append(name)
-        key = str(record.get(names["id"], index))
-        yield ParsedExample(key, question, gold, table_names, {})
+        key = _example_id(where, record.get(names["id"], index), names["id"])
+        yield ParsedExample(key, question, gold, table_names, {}, where, names["id"])
 
 
 def read_dataset(

@@ -16,7 +16,13 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Engine
 
 from dagwright.errors import ConflictError, InputError, NotFoundError
-from dagwright.evaluation.datasets import DEFAULT_METRIC, KINDS, ParsedExample, read_dataset
+from dagwright.evaluation.datasets import (
+    DEFAULT_METRIC,
+    KINDS,
+    ParsedExample,
+    read_dataset,
+    unique_ids,
+)
 from dagwright.evaluation.metrics import METRICS
 from dagwright.store.db import session
 from dagwright.store.evaluation_models import EvalDataset, EvalExample
@@ -186,7 +192,7 @@ class DatasetService:
                 (staging / existing.name).touch()
             known = {entry.name for entry in staging.iterdir()}
             parsed: builtins.list[ParsedExample] = []
-            for example in read_dataset(kind, path, staging, mapping, paths):
+            for example in unique_ids(read_dataset(kind, path, staging, mapping, paths)):
                 if limit is not None and len(parsed) >= limit:
                     break
                 parsed.append(example)
