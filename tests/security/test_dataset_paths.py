@@ -18,6 +18,8 @@ from __future__ import annotations
 import json
 import os
 import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -28,7 +30,7 @@ import pytest
 from dagwright.data.connectors.common import SourcePaths
 from dagwright.evaluation.datasets import DatasetFormatError, read_dataset
 from support.probe import health_probe
-from support.server import Api, ServerProcess, error_of
+from support.server import Api, ServerProcess, error_of, subprocess_environment
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "evaluation"
 
@@ -426,3 +428,23 @@ def test_a_file_that_is_not_utf8_names_its_line(tmp_path: Path) -> None:
     with pytest.raises(DatasetFormatError, match="line 2: not UTF-8") as caught:
         list(read_dataset("generic", path, tmp_path / "tables"))
     assert caught.value.line == 2
+
+
+def test_the_command_line_import_goes_through_the_same_policy(tmp_path: Path) -> None:
+    pack = tmp_path / "pack"
+    pack.mkdir()
+    (pack / "x.jsonl").write_text('{"question": "q", "table": "../../etc/passwd"}\n')
+    data = tmp_path / "data"
+    command = ["eval", "datasets", "import", "evil", str(pack / "x.jsonl"), "--kind", "generic"]
+    done = subprocess.run(
+        [sys.executable, "-m", "dagwright", *command],
+        env=subprocess_environment(DAGWRIGHT_DATA_DIR=str(data)),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "error [invalid_dataset]: x.jsonl, line 1, field 'table'" in done.stdout + done.stderr
+    assert "root:" not in done.stdout + done.stderr
+    assert not (data / "sources" / "eval-datasets" / "evil").exists()
