@@ -160,6 +160,41 @@ def test_a_table_beside_the_dataset_is_still_read(
     assert answer.json()["rows"] == [{"people": 700000}], answer.text
 
 
+@pytest.mark.parametrize("third", ["../other/private.csv", "missing.csv"])
+def test_a_refused_import_into_an_existing_dataset_changes_nothing(
+    server_process: ServerProcess, api: Api, packs: Path, third: str
+) -> None:
+    """A second split whose third line escapes: the tables its first lines named are not
+    added, the dataset keeps its split, its source and its files as they were."""
+    name = "kept_escape" if third.startswith("..") else "kept_missing"
+    folder = packs / "generic"
+    (folder / "towns.csv").write_text("town,people\nBergen,280000\n")
+    first = folder / "kept.jsonl"
+    first.write_text(json.dumps({"id": 1, "question": "q", "answer": "1", "table": "cities.csv"}))
+    response = api.http.post(
+        "/api/v1/datasets",
+        json={"name": name, "kind": "generic", "path": str(first), "split": "dev"},
+    )
+    assert response.status_code == 201, response.text
+    tables = server_process.data_dir / "sources" / "eval-datasets" / name / "tables"
+    before = sorted(p.name for p in tables.iterdir())
+    second = folder / "kept_train.jsonl"
+    lines = [
+        {"id": 1, "question": "q", "table": "towns.csv"},
+        {"id": 2, "question": "q", "table": "cities.csv"},
+        {"id": 3, "question": "q", "table": third},
+    ]
+    second.write_text("".join(json.dumps(line) + "\n" for line in lines))
+    response = api.http.post(
+        "/api/v1/datasets",
+        json={"name": name, "kind": "generic", "path": str(second), "split": "train"},
+    )
+    assert api.http.get(f"/api/v1/datasets/{name}").json()["splits"] == {"dev": 1}
+    assert sorted(p.name for p in tables.iterdir()) == before == ["tcities.csv"]
+    assert not list(tables.parent.parent.glob(".import-*"))
+    refused(response, 3, "table")
+
+
 @pytest.mark.parametrize(
     ("database", "field"), [("../../other", "database"), ("/etc", "database"), ("a/b", "database")]
 )
