@@ -15,7 +15,7 @@ import threading
 import time
 import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -29,9 +29,12 @@ import pytest
 from dagwright.data.connector import Connector, Filter, Split, TableInfo
 from dagwright.registry.services import Secrets
 
+# A database of its own, beside the one the servers under test keep their store in (`test`):
+# a source over the store's database is refused (source_is_own_store). Created on first use.
 POSTGRES_URL = os.environ.get(
-    "DAGWRIGHT_TEST_PG_DATA_URL", "postgresql://postgres@127.0.0.1:5432/test"
+    "DAGWRIGHT_TEST_PG_DATA_URL", "postgresql://postgres@127.0.0.1:5432/dagwright_data"
 )
+POSTGRES_ADMIN_URL = "postgresql://postgres@127.0.0.1:5432/test"
 MYSQL_URL = os.environ.get("DAGWRIGHT_TEST_MYSQL_URL", "mysql://root@127.0.0.1:3306/test")
 
 
@@ -43,11 +46,25 @@ def unique_name(prefix: str) -> str:
 def postgres_problem() -> str | None:
     """Why PostgreSQL cannot be used, or None when it can (asked once per test run)."""
     try:
+        _create_data_database()
         with psycopg.connect(POSTGRES_URL, connect_timeout=3) as connection:
             connection.execute("SELECT 1")
     except psycopg.Error as exc:
         return f"PostgreSQL at {POSTGRES_URL} is not reachable: {exc}"
     return None
+
+
+def _create_data_database() -> None:
+    """The default data database, when it is missing (several test processes may try at
+    once: the loser's duplicate is fine)."""
+    if "DAGWRIGHT_TEST_PG_DATA_URL" in os.environ:
+        return
+    name = urlsplit(POSTGRES_URL).path.lstrip("/")
+    with psycopg.connect(POSTGRES_ADMIN_URL, connect_timeout=3, autocommit=True) as connection:
+        found = connection.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name])
+        if found.fetchone() is None:
+            with suppress(psycopg.errors.DuplicateDatabase, psycopg.errors.UniqueViolation):
+                connection.execute(f'CREATE DATABASE "{name}"')
 
 
 @functools.cache

@@ -23,6 +23,7 @@ from pydantic import BaseModel, ValidationError
 from dagwright.data.connector import Connector, Filter, Split, TableInfo
 from dagwright.data.connectors import connector_kinds
 from dagwright.data.connectors.common import SourcePathError, SourcePaths
+from dagwright.data.connectors.own_store import OwnStoreError
 from dagwright.egress import EgressPolicy
 from dagwright.errors import DataError, DataSourceError, describe_validation_error
 from dagwright.registry.services import Secrets
@@ -108,7 +109,7 @@ class Catalog:
                     connector = create_connector(
                         name, settings, secrets, paths=paths, egress=egress
                     )
-                except SourcePathError as exc:
+                except (SourcePathError, OwnStoreError) as exc:
                     if not defer_path_refusals:
                         raise
                     connector = RefusedSource(name, exc)
@@ -294,7 +295,7 @@ class RefusedSource(Connector):
     kind = "refused"
     config_model = BaseModel
 
-    def __init__(self, source: str, error: SourcePathError) -> None:
+    def __init__(self, source: str, error: SourcePathError | OwnStoreError) -> None:
         super().__init__(source)
         self.error = error
 
@@ -304,6 +305,8 @@ class RefusedSource(Connector):
 
     def _refuse(self) -> NoReturn:
         error = self.error  # a new exception each time: a raised one keeps its traceback
+        if isinstance(error, OwnStoreError):
+            raise OwnStoreError(error.message, source=self.source) from None
         roots = [Path(root) for root in error.roots]
         raise SourcePathError(error.message, error.path, roots, self.source) from None
 
@@ -336,7 +339,9 @@ def create_connector(
     """A connector from one source's settings (``kind`` plus the kind's own settings).
     Kinds that read local files (``reads_local_paths``) get ``paths``, the rule their paths
     are checked against (None: no path is allowed); a forbidden path is SourcePathError.
-    Kinds that connect out (``connects_out``) get ``egress`` (None: the default policy)."""
+    Kinds that connect out (``connects_out``) get ``egress`` (None: the default policy).
+    Database kinds (``reaches_servers``) get ``paths`` too: one reaching the server's own
+    database is OwnStoreError."""
     check_source_name(name)
     kinds = connector_kinds()
     kind = settings.get("kind")
@@ -353,8 +358,11 @@ def create_connector(
             # The kinds that declare it take the keyword (http_json).
             out: Connector = factory.from_config(name, options, secrets, egress=egress)  # type: ignore[call-arg]
             return out
-        if getattr(factory, "reads_local_paths", False):
-            # The kinds that declare it take the keyword (files, sqlite).
+        if getattr(factory, "reads_local_paths", False) or getattr(
+            factory, "reaches_servers", False
+        ):
+            # The kinds that declare it take the keyword (files, sqlite; postgres, mysql:
+            # kept away from the server's own database).
             made: Connector = factory.from_config(name, options, secrets, paths=paths)  # type: ignore[call-arg]
             return made
         return factory.from_config(name, options, secrets)

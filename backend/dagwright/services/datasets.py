@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import builtins
 import re
+import shutil
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -14,7 +16,13 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Engine
 
 from dagwright.errors import ConflictError, InputError, NotFoundError
-from dagwright.evaluation.datasets import DEFAULT_METRIC, KINDS, ParsedExample, read_dataset
+from dagwright.evaluation.datasets import (
+    DEFAULT_METRIC,
+    KINDS,
+    ParsedExample,
+    read_dataset,
+    unique_ids,
+)
 from dagwright.evaluation.metrics import METRICS
 from dagwright.store.db import session
 from dagwright.store.evaluation_models import EvalDataset, EvalExample
@@ -22,6 +30,7 @@ from dagwright.store.evaluations import DatasetRepository
 from dagwright.store.paging import DEFAULT_LIMIT, Page, window
 
 if TYPE_CHECKING:
+    from dagwright.data.connectors.common import SourcePaths
     from dagwright.embedding.service import ExampleStore
     from dagwright.services.data_sources import DataSourceService
 
@@ -91,12 +100,17 @@ class DatasetService:
         mapping: dict[str, str] | None = None,
         limit: int | None = None,
         server_url: str | None = None,
+        tables_beside: bool = True,
     ) -> DatasetSummary:
         """Reads `path` into the dataset's `split` (replacing that split), creating the
         dataset on first import, and registers its tables as data sources. Spider's
         databases are served from SQLite files, or with `server_url` (postgresql://... or
         mysql://..., no password in it: the client's environment gives one) from that
-        server, a schema each; the metric runs queries on the SQLite files either way."""
+        server, a schema each; the metric runs queries on the SQLite files either way.
+
+        The tables an example names are read relative to `path`'s folder, never outside it
+        (`SourcePaths.check_relative`); with `tables_beside=False` (an upload) none is read.
+        A file refused part-way leaves nothing behind: no dataset, no source, no file."""
         if server_url is not None and kind != "spider":
             raise InputError("only Spider databases are loaded into a database server")
         if not NAME.fullmatch(name):
@@ -115,12 +129,21 @@ class DatasetService:
                 f"dataset {name!r} holds {dataset.kind} examples, not {kind}", "dataset_kind"
             )
         tables = self._folder / name / "tables"
-        parsed: builtins.list[ParsedExample] = []
-        for example in read_dataset(kind, path, tables, mapping):
-            if limit is not None and len(parsed) >= limit:
-                break
-            parsed.append(example)
-        source = self._register_sources(name, kind, path, tables, parsed, server_url)
+        # The files the examples name are read only in the dataset file's own folder, under
+        # the policy every file source is read under; an upload's folder holds nothing but
+        # the upload, so it may name no file at all.
+        from dagwright.data.connectors.common import NO_LOCAL_PATHS
+
+        paths = self._sources.source_paths()
+        rule = paths.confined_to(path.parent) if tables_beside else NO_LOCAL_PATHS
+        parsed = self._read(kind, path, tables, mapping, limit, rule)
+        created = not (self._folder / name).exists()
+        added = _move_in(parsed.staging, tables)
+        try:
+            source = self._register_sources(name, kind, path, tables, parsed.examples, server_url)
+        except BaseException:
+            _remove(added, self._folder / name if created else None)
+            raise
         if dataset is None:
             dataset = EvalDataset(
                 name=name,
@@ -141,12 +164,44 @@ class DatasetService:
                 tables=self._table_refs(name, kind, source, p.tables),
                 meta=p.meta,
             )
-            for seq, p in enumerate(parsed)
+            for seq, p in enumerate(parsed.examples)
         ]
         with session(self._db) as db:
             DatasetRepository(db).replace_split(dataset, split, rows)
             db.commit()
         return self.get(name)
+
+    def _read(
+        self,
+        kind: str,
+        path: Path,
+        tables: Path,
+        mapping: dict[str, str] | None,
+        limit: int | None,
+        paths: SourcePaths,
+    ) -> _Staged:
+        """The file's examples, their tables written into a staging folder beside the
+        dataset's (same file system: moved in with a rename); on any error the staging
+        folder is removed and nothing else was touched. A table the dataset has already is
+        not read again."""
+        self._folder.mkdir(parents=True, exist_ok=True)
+        staging = Path(tempfile.mkdtemp(prefix=".import-", dir=self._folder))
+        try:
+            for existing in tables.glob("*") if tables.is_dir() else ():
+                # Seen by the readers as present (they skip it): an empty placeholder.
+                (staging / existing.name).touch()
+            known = {entry.name for entry in staging.iterdir()}
+            parsed: builtins.list[ParsedExample] = []
+            for example in unique_ids(read_dataset(kind, path, staging, mapping, paths)):
+                if limit is not None and len(parsed) >= limit:
+                    break
+                parsed.append(example)
+            for placeholder in known:
+                (staging / placeholder).unlink()
+        except BaseException:
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        return _Staged(staging, parsed)
 
     def _register_sources(
         self,
@@ -157,6 +212,28 @@ class DatasetService:
         parsed: builtins.list[ParsedExample],
         server_url: str | None,
     ) -> str | None:
+        """Registers the tables' sources; when one is refused, those this call added are
+        removed again (a source it replaced stays replaced: it served the same dataset)."""
+        before = {entry.name for entry in self._sources.list()}
+        added: builtins.list[str] = []
+        try:
+            return self._put_sources(name, kind, path, tables, parsed, server_url, added)
+        except BaseException:
+            for source in added:
+                if source not in before:
+                    self._sources.delete(source)
+            raise
+
+    def _put_sources(
+        self,
+        name: str,
+        kind: str,
+        path: Path,
+        tables: Path,
+        parsed: builtins.list[ParsedExample],
+        server_url: str | None,
+        added: builtins.list[str],
+    ) -> str | None:
         description = f"tables of the evaluation dataset {name}"
         if kind == "spider":
             for db_id in sorted({t for p in parsed for t in p.tables}):
@@ -165,18 +242,23 @@ class DatasetService:
                 built = tables / f"{db_id}.sqlite"
                 if server_url is None:
                     self._sources.put(source_name, "sqlite", {"path": str(built)}, about)
+                    added.append(source_name)
                     continue
                 from dagwright.evaluation.spider_server import load_into_server
 
+                # Never into the server's own database: refused before anything is loaded.
+                self._sources.source_paths().check_server(server_url, [source_name], source_name)
                 pack = path.parent / "databases" / db_id  # as read_spider found it
                 served_by = load_into_server(pack, built, server_url, source_name)
                 config = {"url": server_url, "schemas": [source_name]}
                 self._sources.put(source_name, served_by, config, about)
+                added.append(source_name)
             return None
         if not any(p.tables for p in parsed):
             return None
         source = f"eval_{name}"
         self._sources.put(source, "files", {"path": str(tables)}, description)
+        added.append(source)
         return source
 
     @staticmethod
@@ -254,6 +336,43 @@ class DatasetService:
         except NotFoundError:
             store.create_namespace(namespace, embedder, ["dataset", "example_id"], "question")
         return len(await store.upsert(namespace, records))
+
+
+@dataclass(frozen=True, slots=True)
+class _Staged:
+    """A file read: its examples and the folder holding the tables they added."""
+
+    staging: Path
+    examples: builtins.list[ParsedExample]
+
+
+def _move_in(staging: Path, tables: Path) -> builtins.list[Path]:
+    """The staged tables moved into the dataset's folder (renames: each appears whole) and
+    the staging folder removed; the files added."""
+    added: builtins.list[Path] = []
+    try:
+        tables.mkdir(parents=True, exist_ok=True)
+        for staged in sorted(staging.iterdir()):
+            target = tables / staged.name
+            if not target.exists():
+                staged.replace(target)
+                added.append(target)
+    except BaseException:
+        _remove(added, None)
+        raise
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
+    return added
+
+
+def _remove(added: builtins.list[Path], created: Path | None) -> None:
+    """Undoes `_move_in` after a later step failed: the dataset's folder when this import
+    `created` it, else the files it added."""
+    if created is not None:
+        shutil.rmtree(created, ignore_errors=True)
+        return
+    for file in added:
+        file.unlink(missing_ok=True)
 
 
 def _db_source(name: str, db_id: str) -> str:

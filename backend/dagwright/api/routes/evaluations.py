@@ -114,8 +114,15 @@ async def upload_dataset(
         with tempfile.TemporaryDirectory() as folder:
             path = Path(folder) / f"upload.{fmt}"
             path.write_bytes(body)
+            # The upload's folder is a scratch one: it may name no table file.
             summary = s.evaluations.datasets.import_file(
-                name, kind, path, split=split, metric=metric, limit=MAX_UPLOAD_EXAMPLES
+                name,
+                kind,
+                path,
+                split=split,
+                metric=metric,
+                limit=MAX_UPLOAD_EXAMPLES,
+                tables_beside=False,
             )
         return summary.to_dict()
 

@@ -21,6 +21,7 @@ import pyarrow.compute as pc
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from dagwright.data.connector import Filter, Split, TableInfo
+from dagwright.data.connectors.own_store import OwnStore
 from dagwright.errors import DataError, DataSourceError
 
 C = TypeVar("C")
@@ -400,6 +401,9 @@ class SourcePaths:
     roots: tuple[Path, ...]
     data_dir: Path | None = None
     forbidden: tuple[Path, ...] = ()
+    # The server's own database when it is PostgreSQL or MySQL: no source may reach it
+    # (SQLite's file is in ``forbidden``).
+    store: OwnStore | None = None
 
     @classmethod
     def for_data_dir(
@@ -429,13 +433,57 @@ class SourcePaths:
         if settings_file is not None:
             forbidden.append(_real(settings_file.expanduser()))
         forbidden += [Path(name) for name in SYSTEM_FOLDERS]
-        return cls(tuple(chosen), folder, tuple(dict.fromkeys(forbidden)))
+        store = OwnStore.from_url(database_url)
+        return cls(tuple(chosen), folder, tuple(dict.fromkeys(forbidden)), store)
 
     def with_roots(self, extra: Iterable[Path | str]) -> SourcePaths:
         """This rule with more allowed folders."""
         added = [_real(Path(root)) for root in extra]
         roots = tuple(dict.fromkeys([*self.roots, *added]))
-        return SourcePaths(roots, self.data_dir, self.forbidden)
+        return SourcePaths(roots, self.data_dir, self.forbidden, self.store)
+
+    def confined_to(self, folder: Path | str) -> SourcePaths:
+        """This rule with ``folder`` as its only root (the data directory's own files and the
+        system folders still forbidden): what a dataset file's references to its tables may
+        read, its own folder and nothing beside it."""
+        return SourcePaths((_real(Path(folder)),), self.data_dir, self.forbidden, self.store)
+
+    def check_relative(self, given: str, base: Path, source: str) -> Path:
+        """``given``, a path a file names relative to its folder ``base`` (a dataset's
+        `table`, `context`, `table_id`...), resolved there when this rule allows it, else
+        SourcePathError: an absolute path is refused (it would not depend on ``base``), and
+        so is whatever ``..`` or a symlink takes outside the rule's folders."""
+        if "\x00" in given:
+            raise SourcePathError(
+                f"{source}: the path {given!r} holds a NUL character", given, self.roots, source
+            )
+        if Path(given).is_absolute() or given.startswith("~"):
+            raise SourcePathError(
+                f"{source}: the path {given!r} is absolute; give it relative to the folder"
+                " of the file that names it",
+                given,
+                self.roots,
+                source,
+            )
+        # Symlinks and ".." resolved first: the check is on the file that would be read.
+        resolved = _real(base / given)
+        if not self.allows(resolved):
+            raise SourcePathError(
+                f"{source}: the path {given!r} leads outside the folder of the file that"
+                " names it (with '..' or a symlink), or to one of the data directory's own"
+                " files",
+                given,
+                self.roots,
+                source,
+            )
+        return resolved
+
+    def check_server(self, url: str, schemas: Sequence[str] | None, source: str) -> None:
+        """OwnStoreError (400) when a database source at ``url`` exposing ``schemas``
+        reaches the server's own database (see own_store.py); asked when a source is
+        added and each time it connects."""
+        if self.store is not None:
+            self.store.check(url, schemas, source)
 
     def allows(self, resolved: Path) -> bool:
         """Whether an already resolved, absolute path may be read."""

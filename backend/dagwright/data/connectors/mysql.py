@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 from urllib.parse import unquote, urlsplit
 
 import pyarrow as pa
@@ -30,6 +30,7 @@ from dagwright.data.connectors.common import (
     BATCH_ROWS,
     ConnectionPool,
     DatabaseConfig,
+    SourcePaths,
     plan_ranges,
     rows_to_batch,
     sql_pushable,
@@ -134,9 +135,17 @@ def column_type(  # noqa: C901, PLR0912
 class MysqlConnector(Connector):
     kind = "mysql"
     config_model = MysqlConfig
+    reaches_servers: ClassVar[bool] = True  # create_connector passes it a SourcePaths
 
-    def __init__(self, source: str, config: MysqlConfig, password: str | None = None) -> None:
+    def __init__(
+        self,
+        source: str,
+        config: MysqlConfig,
+        password: str | None = None,
+        paths: SourcePaths | None = None,
+    ) -> None:
         super().__init__(source)
+        self._paths = paths
         self.config = config
         self._password = password
         self._redact = Redactor([password] if password else [])
@@ -155,10 +164,21 @@ class MysqlConnector(Connector):
         )
 
     @classmethod
-    def from_config(cls, source: str, config: Mapping[str, Any], secrets: Secrets) -> Self:
+    def from_config(
+        cls,
+        source: str,
+        config: Mapping[str, Any],
+        secrets: Secrets,
+        *,
+        paths: SourcePaths | None = None,
+    ) -> Self:
+        """``paths``: its ``store`` is the server's own database, which the source may not
+        reach (checked here and on every connection); None: no such check."""
         settings = MysqlConfig.model_validate(config)
+        if paths is not None:
+            paths.check_server(settings.url, settings.schemas, source)
         password = secrets.get(settings.password_secret) if settings.password_secret else None
-        return cls(source, settings, password)
+        return cls(source, settings, password, paths)
 
     def schemas(self) -> list[str]:
         if self.config.schemas is not None:
@@ -295,6 +315,8 @@ class MysqlConnector(Connector):
             raise self._error(exc) from exc
 
     def _open(self) -> pymysql.connections.Connection[Any]:
+        if self._paths is not None:  # again: the host name may resolve elsewhere now
+            self._paths.check_server(self.config.url, self.config.schemas, self.source)
         return pymysql.connect(
             host=self._host,
             port=self._port,

@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from typing import Any, Self
+from typing import Any, ClassVar, Self
 from urllib.parse import quote, urlencode, urlsplit, urlunsplit
 
 import adbc_driver_manager
@@ -30,6 +30,7 @@ from dagwright.data.connector import ColumnInfo, Connector, Filter, ForeignKey, 
 from dagwright.data.connectors.common import (
     ConnectionPool,
     DatabaseConfig,
+    SourcePaths,
     plan_ranges,
     sql_pushable,
     sql_splits,
@@ -152,9 +153,17 @@ def column_type(
 class PostgresConnector(Connector):
     kind = "postgres"
     config_model = PostgresConfig
+    reaches_servers: ClassVar[bool] = True  # create_connector passes it a SourcePaths
 
-    def __init__(self, source: str, config: PostgresConfig, password: str | None = None) -> None:
+    def __init__(
+        self,
+        source: str,
+        config: PostgresConfig,
+        password: str | None = None,
+        paths: SourcePaths | None = None,
+    ) -> None:
         super().__init__(source)
+        self._paths = paths
         self.config = config
         self._password = password
         self._redact = Redactor([password] if password else [])
@@ -168,10 +177,21 @@ class PostgresConnector(Connector):
         )
 
     @classmethod
-    def from_config(cls, source: str, config: Mapping[str, Any], secrets: Secrets) -> Self:
+    def from_config(
+        cls,
+        source: str,
+        config: Mapping[str, Any],
+        secrets: Secrets,
+        *,
+        paths: SourcePaths | None = None,
+    ) -> Self:
+        """``paths``: its ``store`` is the server's own database, which the source may not
+        reach (checked here and on every connection); None: no such check."""
         settings = PostgresConfig.model_validate(config)
+        if paths is not None:
+            paths.check_server(settings.url, settings.schemas, source)
         password = secrets.get(settings.password_secret) if settings.password_secret else None
-        return cls(source, settings, password)
+        return cls(source, settings, password, paths)
 
     def schemas(self) -> list[str]:
         rows = self._query(
@@ -306,6 +326,8 @@ class PostgresConnector(Connector):
             raise self._error(exc) from exc
 
     def _open(self) -> adbc_driver_manager.dbapi.Connection:
+        if self._paths is not None:  # again: the host name may resolve elsewhere now
+            self._paths.check_server(self.config.url, self.config.schemas, self.source)
         connection: adbc_driver_manager.dbapi.Connection = adbc_driver_postgresql.dbapi.connect(
             self._uri(), autocommit=True
         )
