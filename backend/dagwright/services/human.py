@@ -41,7 +41,7 @@ import secrets as token_source
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, Final, Protocol, TypeVar
+from typing import Any, Final, Literal, Protocol, TypeVar
 
 from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError
@@ -81,6 +81,9 @@ FIELD_TYPES: Final[dict[str, type | tuple[type, ...]]] = {
 # (another node failed while a map item waited, say) has nothing to resume.
 RESUMABLE: Final = ("waiting", "running")
 CANCELLED: Final = "cancelled"  # a request whose run was cancelled while it waited
+# What a request list may be filtered by: a request's statuses, or all of them ("all", or
+# empty as before).
+RequestFilter = Literal["waiting", "answered", "expired", "cancelled", "all", ""]
 
 
 def _read(engine: Engine, use: Callable[[HumanRequestRepository], T]) -> T:
