@@ -366,6 +366,7 @@ class Composition:
 
             options = ExecutorOptions(
                 node_timeout=node_timeout,
+                retry_budget=self.settings.retry_budget,
                 services=self.block_services(),
                 thread_pool=shared_thread_pool(self.settings.threads),
             )

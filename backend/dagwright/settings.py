@@ -75,6 +75,8 @@ class Settings(BaseSettings):
     replica: str = Field(default_factory=socket.gethostname)
     max_body_bytes: int = Field(2 * 1024 * 1024, gt=0)
     run_timeout: float = Field(300.0, description="a published run's deadline, seconds")
+    # What every retry in one run may cost together, seconds (registry/budget.py).
+    retry_budget: float = Field(60.0, gt=0, description="a run's retries together, seconds")
     # Where run traces are posted (OTLP/HTTP): DAGWRIGHT_OTLP_ENDPOINT or the OpenTelemetry
     # variables (the base endpoint gets the conventional /v1/traces).
     otlp_endpoint: str | None = Field(

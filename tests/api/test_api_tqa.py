@@ -298,6 +298,7 @@ def test_hints_are_stored_per_dataset_and_reach_the_engineer(api: Api) -> None:
 
 
 def test_tools_registry_and_published_agents(api: Api) -> None:
+    assert api.http.post("/api/v1/tqa/publish", json={}).status_code == 200
     tools = {t["name"]: t for t in api.http.get("/api/v1/tqa/tools").json()}
     assert tools["text_to_sql"]["app"] == "autotqa-text-to-sql"
     missing = api.http.put("/api/v1/tqa/tools/nope", json={"app": "no-such-app"})

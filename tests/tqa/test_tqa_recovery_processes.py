@@ -321,7 +321,6 @@ def test_a_waiting_conversation_of_a_killed_server_is_left_waiting(setup: Setup)
     setup.model.reset()
     server = setup.server("api-3")
     api = server.api()
-    assert api.http.get("/api/v1/tqa/tools").status_code == 200  # publishes
     marked = api.http.put(
         "/api/v1/tqa/tools/python_on_tables/approval", json={"requires_approval": True}
     )

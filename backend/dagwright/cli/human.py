@@ -30,7 +30,8 @@ def list_(
 ) -> None:
     """One page of requests (by default those still waiting), oldest first: id, run, node,
     message; the count and the next page's --offset go to stderr."""
-    query = {"offset": offset, "limit": limit} | ({} if status == "all" else {"status": status})
+    # "all" is sent as it is: left out, the server lists the waiting ones (its default).
+    query = {"offset": offset, "limit": limit, "status": status}
     page = admin_request("GET", url, f"/api/v1/human/requests?{urlencode(query)}", token)
     for item in page["items"]:
         waiting = (

@@ -11,7 +11,7 @@ import json
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar, get_args
 
 import typer
 
@@ -276,6 +276,11 @@ def conversations(
     limit: Annotated[int, typer.Option(help="How many, newest first.")] = 20,
 ) -> None:
     """List conversations, newest first."""
+    from dagwright.tqa.recording import ConversationStatus
+
+    known = get_args(ConversationStatus)
+    if status is not None and status not in known:  # refused, not listed as none
+        raise typer.BadParameter(f"one of {', '.join(known)}", param_hint="--status")
 
     async def work(tqa: TqaService) -> Page[dict[str, Any]]:
         return await asyncio.to_thread(tqa.conversations.list, 0, limit, status)
@@ -374,10 +379,10 @@ def hints_remove(hint_id: str) -> None:
 
 @tools_app.command("list")
 def tools_list() -> None:
-    """The registered tools."""
+    """The registered tools (the built-in ones once a question or `tqa publish` installed
+    them: listing writes nothing)."""
 
     async def work(tqa: TqaService) -> list[Any]:
-        await tqa.ensure_published()
         return await asyncio.to_thread(tqa.tools.list)
 
     for tool in _with_tqa(work):
@@ -431,6 +436,7 @@ def tools_approval(
     """Set whether a tool's calls need a person's approval before they run."""
 
     async def work(tqa: TqaService) -> Any:
+        await tqa.ensure_published()  # a built-in tool may be marked before any question
         return await asyncio.to_thread(tqa.tools.require_approval, name, required)
 
     tool = _with_tqa(work)

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from dagwright.errors import DagwrightError
 from dagwright.llm.providers import ProviderConfig, ProviderSettings
 from dagwright.llm.recording import Recorder
+from dagwright.registry.budget import RetryBudgetSpent, current_budget
 from dagwright.registry.context import ModelCall, Usage
 from dagwright.registry.services import Secrets
 
@@ -325,25 +326,43 @@ class LLMGateway:
             openai.APIConnectionError,
         )
         connection = self._connection(provider)
+        # The run's retry budget (registry/budget.py), shared with the node's error policy:
+        # retries here may cost only what is left of it, so the levels do not multiply.
+        budget = current_budget()
+
+        async def once() -> T:
+            async with connection.slots:
+                connection.in_flight += 1
+                peak = self.max_in_flight.get(provider.name, 0)
+                self.max_in_flight[provider.name] = max(peak, connection.in_flight)
+                try:
+                    return await call(connection.client)
+                finally:
+                    connection.in_flight -= 1
+
         attempt = 0
         while True:
             attempt += 1
             try:
-                async with connection.slots:
-                    connection.in_flight += 1
-                    peak = self.max_in_flight.get(provider.name, 0)
-                    self.max_in_flight[provider.name] = max(peak, connection.in_flight)
-                    try:
-                        return await call(connection.client), attempt
-                    finally:
-                        connection.in_flight -= 1
+                if attempt == 1 or budget is None:
+                    return await once(), attempt
+                return await budget.retried(once, f"provider {provider.name!r}"), attempt
             except retryable as exc:
                 if attempt >= provider.max_attempts or shown():
                     raise LLMError(
                         f"provider {provider.name!r} failed after {attempt} attempt(s): "
                         f"{_provider_message(exc)}"
                     ) from None
-                await self._sleep(self._delay(provider, attempt, exc))
+                delay = self._delay(provider, attempt, exc)
+                if budget is not None and not budget.grants(delay):
+                    raise RetryBudgetSpent(
+                        f"provider {provider.name!r} failed after {attempt} attempt(s), not "
+                        f"retried: the run's retry budget ({budget.seconds:g}s) is spent: "
+                        f"{_provider_message(exc)}"
+                    ) from None
+                await self._sleep(delay)
+                if budget is not None:
+                    budget.charge(delay)
             except openai.APIStatusError as exc:
                 raise LLMError(
                     f"provider {provider.name!r} refused the request: {_provider_message(exc)}"

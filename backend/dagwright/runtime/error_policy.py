@@ -8,6 +8,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any
 
 from dagwright.errors import DagwrightError
+from dagwright.registry.budget import RetryBudgetSpent, current_budget
 from dagwright.runtime.flow import ErrorPolicy
 from dagwright.runtime.pause import WaitingForHuman
 
@@ -19,18 +20,26 @@ async def call_with_retries(
 ) -> Any:
     """The first attempt that succeeds; the last failure once `policy.retry` retries are
     spent. Each retry is reported (attempt, error, delay) before its wait, so a trace shows
-    why a node took long. Cancellation and a pause for a person are never retried."""
+    why a node took long. Cancellation and a pause for a person are never retried. Retries
+    share the run's retry budget (registry/budget.py) with the model calls inside them: one
+    whose wait does not fit in what is left is not made (the last failure is raised), and a
+    retried attempt runs only for what is left."""
+    budget = current_budget()
     retries = 0
     while True:
         try:
-            return await attempt()
-        except WaitingForHuman:
+            if retries == 0 or budget is None:
+                return await attempt()
+            return await budget.retried(attempt, "a retried node")
+        except (WaitingForHuman, RetryBudgetSpent):
             raise
         except Exception as exc:
             retries += 1
             if retries > policy.retry:
                 raise
             delay = policy.delay(retries)
+            if budget is not None and not budget.grants(delay):
+                raise
             report(
                 {
                     "attempt": retries,
@@ -40,6 +49,8 @@ async def call_with_retries(
                 }
             )
             await asyncio.sleep(delay)
+            if budget is not None:
+                budget.charge(delay)
 
 
 def describe(exc: BaseException) -> str:

@@ -30,6 +30,7 @@ from typing import Any, Final
 
 from dagwright.errors import DagwrightError, InputError
 from dagwright.registry import BlockServices, ModelCall, NodeContext, Route, Usage
+from dagwright.registry.budget import run_context
 from dagwright.registry.services import check_needs
 from dagwright.runtime.error_policy import call_with_retries, describe, error_record
 from dagwright.runtime.events import (
@@ -231,6 +232,9 @@ class ExecutorOptions:
     global_concurrency: int | None = None
     node_timeout: float | None = None  # for nodes whose block and flow set none
     run_timeout: float | None = None
+    # Seconds every retry of a run may cost together (registry/budget.py): the gateway's and
+    # the nodes' error policies share it, so their retries do not multiply. None: unbounded.
+    retry_budget: float | None = None
     thread_pool: ThreadPoolExecutor | None = None
     # What blocks may ask their NodeContext for (model providers, secrets...): a run checks
     # at its start that every service its nodes declare (`needs=`) is here.
@@ -319,7 +323,11 @@ class Run:
         # A child run has no task: `run_here` runs it in its caller's.
         self._task: asyncio.Task[RunFinished] | None = None
         if scope is None:
-            self._task = self._loop.create_task(self._main(), name=f"dagwright-run-{run_id}")
+            self._task = self._loop.create_task(
+                self._main(),
+                name=f"dagwright-run-{run_id}",
+                context=run_context(options.retry_budget),
+            )
 
     def _adopt(self, scope: RunScope) -> None:
         """Make this run a child span of another (runtime/subflow.py): its events go to the

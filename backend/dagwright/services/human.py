@@ -40,8 +40,8 @@ import re
 import secrets as token_source
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta
-from typing import Any, Final, Protocol, TypeVar
+from datetime import UTC, datetime, timedelta
+from typing import Any, Final, Literal, Protocol, TypeVar
 
 from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError
@@ -81,6 +81,9 @@ FIELD_TYPES: Final[dict[str, type | tuple[type, ...]]] = {
 # (another node failed while a map item waited, say) has nothing to resume.
 RESUMABLE: Final = ("waiting", "running")
 CANCELLED: Final = "cancelled"  # a request whose run was cancelled while it waited
+# What a request list may be filtered by: a request's statuses, or all of them ("all", or
+# empty as before).
+RequestFilter = Literal["waiting", "answered", "expired", "cancelled", "all", ""]
 
 
 def _read(engine: Engine, use: Callable[[HumanRequestRepository], T]) -> T:
@@ -192,6 +195,24 @@ def _filled(form: dict[str, Any], answer: dict[str, Any]) -> dict[str, Any]:
     return values
 
 
+def _aware(value: datetime) -> datetime:
+    """A stored instant as UTC (SQLite and MariaDB give it back without its zone)."""
+    return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
+
+
+def answerable(request: HumanRequest, now: datetime) -> bool:
+    """A request (and its signed link) may be answered strictly before its expiry instant,
+    compared at the clock's full precision: at the instant itself it belongs to the timeout,
+    whether or not the sweep has settled it yet (it looks once a second)."""
+    return request.expires_at is None or now < _aware(request.expires_at)
+
+
+def _expired(request: HumanRequest) -> ConflictError:
+    assert request.expires_at is not None
+    when = _aware(request.expires_at).isoformat()
+    return ConflictError(f"this request expired at {when}: it takes its timeout", "human_expired")
+
+
 def _lasting(exc: Exception) -> bool:
     """A failure to start a continuation that trying again will not mend: a typed one (the
     inputs or the version no longer fit), not one of the moment (the database, a limit)."""
@@ -210,11 +231,14 @@ class HumanService:
         apps: AppService,
         runs: RunService,
         conversations: Conversations | None = None,
+        clock: Callable[[], datetime] = utcnow,
     ) -> None:
         self.engine = engine
         self.apps = apps
         self.runs = runs
         self.conversations = conversations
+        # The one clock answers and timeouts are judged by (a seam for tests at the instant).
+        self.clock = clock
         self._sweeper: asyncio.Task[None] | None = None
 
     async def _read(self, use: Callable[[HumanRequestRepository], T]) -> T:
@@ -274,6 +298,9 @@ class HumanService:
             raise ConflictError(f"{what} was cancelled: this request is closed", "run_cancelled")
         if request.status != "waiting":
             raise ConflictError(f"this request is {request.status} already", "human_answered")
+        now = self.clock()
+        if not answerable(request, now):
+            raise _expired(request)
         check_answer(request.form, answer, choice)
         if request.conversation_id is not None:
             return await self._approve(request, answer, choice)
@@ -297,7 +324,7 @@ class HumanService:
         branch = choice or ANSWERED_BRANCH
         values = _filled(request.form, answer)
         claimed = await self._write(
-            lambda store: store.claim(request.id, "answered", values, branch)
+            lambda store: store.claim(request.id, "answered", values, branch, open_at=now)
         )
         if not claimed:
             raise ConflictError("this request was answered a moment ago", "human_answered")
@@ -429,7 +456,7 @@ class HumanService:
         that this replica claims, resuming their runs when nothing else is awaited. A request
         that fails is logged and left for the next sweep; the others go on."""
         settled: list[Answered] = []
-        for request in await self._read(lambda store: store.due(utcnow())):
+        for request in await self._read(lambda store: store.due(self.clock())):
             try:
                 settled.append(await self._expire(request))
             except Exception:

@@ -62,13 +62,27 @@ class HumanRequestRepository:
             query = query.where(HumanRequest.conversation_id == conversation_id)
         return fetch_page(self._db, query, at)
 
-    def claim(self, request_id: str, status: str, answer: dict[str, Any], choice: str) -> bool:
+    def claim(
+        self,
+        request_id: str,
+        status: str,
+        answer: dict[str, Any],
+        choice: str,
+        open_at: datetime | None = None,
+    ) -> bool:
         """Moves the request from waiting to `status` with its answer; False when another
-        answer (or the timeout) did first."""
+        answer (or the timeout) did first. With `open_at` (a person's answer), also False
+        when the request expires at or before that instant, though the sweep has not yet
+        settled it."""
+        query = update(HumanRequest).where(
+            col(HumanRequest.id) == request_id, col(HumanRequest.status) == "waiting"
+        )
+        if open_at is not None:
+            query = query.where(
+                or_(col(HumanRequest.expires_at).is_(None), col(HumanRequest.expires_at) > open_at)
+            )
         done = self._db.exec(
-            update(HumanRequest)
-            .where(col(HumanRequest.id) == request_id, col(HumanRequest.status) == "waiting")
-            .values(status=status, answer=answer, choice=choice, answered_at=utcnow())
+            query.values(status=status, answer=answer, choice=choice, answered_at=utcnow())
         )
         return bool(done.rowcount == 1)
 
@@ -124,9 +138,9 @@ class HumanRequestRepository:
         return list(self._db.exec(query).all())
 
     def due(self, now: datetime) -> list[HumanRequest]:
-        """Waiting requests past their timeout."""
+        """Waiting requests at or past their expiry instant (no longer answerable)."""
         query = select(HumanRequest).where(
-            HumanRequest.status == "waiting", col(HumanRequest.expires_at) < now
+            HumanRequest.status == "waiting", col(HumanRequest.expires_at) <= now
         )
         return list(self._db.exec(query).all())
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable
 from datetime import timedelta
-from typing import Any
+from typing import Any, Literal
 
 from pydantic_core import to_jsonable_python
 from sqlalchemy import Connection, Engine
@@ -24,6 +24,8 @@ from dagwright.tqa.knowledge import Knowledge
 
 # Writes, in the transaction that records a new conversation, the queue job that runs it.
 Deferral = Callable[[Connection], Any]
+# The statuses a conversation takes: what its list may be filtered by.
+ConversationStatus = Literal["running", "waiting", "completed", "round_limit", "failed"]
 
 
 def _json(value: Any) -> Any:

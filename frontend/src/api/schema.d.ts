@@ -816,8 +816,9 @@ export interface paths {
         /**
          * List Requests
          * @description Requests, oldest first: by default those still waiting (the "waiting for you" list);
-         *     `status=answered`, `expired`, or empty for all; `run_id`: one run's (the debug panel's);
-         *     `conversation_id`: one AutoTQA conversation's tool-call approvals (its page's).
+         *     `status=answered`, `expired`, `cancelled`, or `all` (or empty) for all; `run_id`: one
+         *     run's (the debug panel's); `conversation_id`: one AutoTQA conversation's tool-call
+         *     approvals (its page's).
          */
         get: operations["list_requests_api_v1_human_requests_get"];
         put?: never;
@@ -1599,7 +1600,11 @@ export interface paths {
             path?: never;
             cookie?: never;
         };
-        /** List Tools */
+        /**
+         * List Tools
+         * @description The registered tools. A read writes nothing: the built-in agents and tools are
+         *     installed by the first question (`ask`), `POST /publish`, or marking one for approval.
+         */
         get: operations["list_tools_api_v1_tqa_tools_get"];
         put?: never;
         post?: never;
@@ -1642,7 +1647,8 @@ export interface paths {
          * Put Tool Approval
          * @description Whether each call of the tool waits for a person's approval: the Engineer's request
          *     pauses the conversation (`waiting`) with a human request showing the tool and its input;
-         *     approving runs it, rejecting gives the Engineer a turn with the comment.
+         *     approving runs it, rejecting gives the Engineer a turn with the comment. The built-in
+         *     tools are installed first (a write), so one may be marked before the first question.
          */
         put: operations["put_tool_approval_api_v1_tqa_tools__name__approval_put"];
         post?: never;
@@ -1917,6 +1923,11 @@ export interface components {
              * @description The published app (its slug) to run.
              */
             model: string;
+            /**
+             * N
+             * @description Choices to return: only 1.
+             */
+            n?: number | null;
             /**
              * Stream
              * @default false
@@ -4733,7 +4744,7 @@ export interface operations {
     list_requests_api_v1_human_requests_get: {
         parameters: {
             query?: {
-                status?: string | null;
+                status?: "waiting" | "answered" | "expired" | "cancelled" | "all" | "";
                 app_id?: string | null;
                 run_id?: string | null;
                 conversation_id?: string | null;
@@ -5179,8 +5190,8 @@ export interface operations {
         parameters: {
             query?: {
                 app?: string | null;
-                status?: string | null;
-                mode?: string | null;
+                status?: ("queued" | "running" | "waiting" | "resumed" | "succeeded" | "failed" | "cancelled" | "interrupted") | null;
+                mode?: ("debug" | "published" | "invoke" | "eval" | "resume" | "mcp" | "tqa" | "cron" | "webhook") | null;
                 version_id?: string | null;
                 /** @description Items to skip. */
                 offset?: number;
@@ -5863,7 +5874,7 @@ export interface operations {
     list_conversations_api_v1_tqa_conversations_get: {
         parameters: {
             query?: {
-                status?: string | null;
+                status?: ("running" | "waiting" | "completed" | "round_limit" | "failed") | null;
                 /** @description Items to skip. */
                 offset?: number;
                 /** @description Items per page. */

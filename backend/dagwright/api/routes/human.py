@@ -14,7 +14,7 @@ from dagwright.api.routes.access import Admin
 from dagwright.api.schemas import Paging
 from dagwright.api.state import Services, services
 from dagwright.services import editor
-from dagwright.services.human import Answered, HumanService
+from dagwright.services.human import Answered, HumanService, RequestFilter
 from dagwright.store.human_models import HumanRequest
 from dagwright.store.paging import Page
 
@@ -75,17 +75,18 @@ def _answered(done: Answered) -> JSONResponse:
 async def list_requests(
     request: Request,
     page: Paging,
-    status: str | None = "waiting",
+    status: RequestFilter = "waiting",
     app_id: str | None = None,
     run_id: str | None = None,
     conversation_id: str | None = None,
 ) -> Page[dict[str, Any]]:
     """Requests, oldest first: by default those still waiting (the "waiting for you" list);
-    `status=answered`, `expired`, or empty for all; `run_id`: one run's (the debug panel's);
-    `conversation_id`: one AutoTQA conversation's tool-call approvals (its page's)."""
+    `status=answered`, `expired`, `cancelled`, or `all` (or empty) for all; `run_id`: one
+    run's (the debug panel's); `conversation_id`: one AutoTQA conversation's tool-call
+    approvals (its page's)."""
     found = await asyncio.to_thread(
         _service(request).requests,
-        status or None,
+        None if status in ("all", "") else status,
         app_id,
         run_id,
         page.offset,

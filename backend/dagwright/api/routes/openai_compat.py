@@ -30,6 +30,7 @@ from dagwright.runtime.plan import CompiledFlow
 from dagwright.services.inputs import check_input_types
 from dagwright.services.runs.recorder import LiveRun
 
+MAX_CHOICES = 128  # OpenAI's largest `n`
 ROLES = ("system", "developer", "user", "assistant", "tool", "function")
 # Roles whose messages must carry content (an assistant's may hold tool calls instead).
 _CONTENT_REQUIRED = ("system", "developer", "user", "tool")
@@ -99,6 +100,16 @@ def _openai_error(exc: RequestValidationError) -> ChatRequestError:
             param,
             "invalid_value",
         )
+    if kind in ("less_than_equal", "greater_than_equal"):
+        above = kind == "less_than_equal"
+        bound = error.get("ctx", {}).get("le" if above else "ge")
+        return ChatRequestError(
+            f"Invalid '{param}': integer {'above maximum' if above else 'below minimum'} value. "
+            f"Expected a value {'<=' if above else '>='} {bound}, but got "
+            f"{error.get('input')!r} instead.",
+            param,
+            "integer_above_max_value" if above else "integer_below_min_value",
+        )
     if kind.endswith("_type") or kind == "model_attributes_type":
         return ChatRequestError(
             f"Invalid type for '{param or 'body'}': {error['msg'].lower()}.", param, "invalid_type"
@@ -143,6 +154,22 @@ class ChatCompletionIn(BaseModel):
     model: str = Field(min_length=1, description="The published app (its slug) to run.")
     messages: list[ChatMessage] = Field(min_length=1)
     stream: bool = False
+    # OpenAI's bounds (1..128); an app answers once per run, so only 1 is supported (see
+    # _check_choices): more would be refused by name rather than silently answered once.
+    n: int | None = Field(
+        None, ge=1, le=MAX_CHOICES, strict=True, description="Choices to return: only 1."
+    )
+
+
+def _check_choices(n: int | None) -> None:
+    """Refused as OpenAI refuses a value a model does not support (o1's `n`)."""
+    if n is not None and n != 1:
+        raise ChatRequestError(
+            f"Unsupported value: 'n' does not support {n} with this model. Only the default "
+            "(1) value is supported.",
+            "n",
+            "unsupported_value",
+        )
 
 
 def _check_messages(messages: list[ChatMessage]) -> None:
@@ -252,6 +279,7 @@ async def _stream(
 
 @router.post("/v1/chat/completions", response_model=None)
 async def chat_completions(body: ChatCompletionIn, request: Request, s: Deps) -> Any:
+    _check_choices(body.n)
     _check_messages(body.messages)
     app = await app_for_key(request, s, body.model)
     endpoint = await s.endpoints.endpoint(app.id, None)

@@ -14,7 +14,7 @@ from dagwright.api.schemas import DebugRunIn, Paging, RunIn
 from dagwright.api.state import Services, services
 from dagwright.api.streaming import result_body, run_events, sse
 from dagwright.services import editor
-from dagwright.services.runs.records import RunRecord
+from dagwright.services.runs.records import RunMode, RunRecord, RunStatus
 from dagwright.store.paging import Page
 
 router = APIRouter(prefix="/api/v1", tags=["runs"])
@@ -63,8 +63,8 @@ async def list_runs(
     s: Deps,
     page: Paging,
     app: str | None = None,
-    status: str | None = None,
-    mode: str | None = None,
+    status: RunStatus | None = None,
+    mode: RunMode | None = None,
     version_id: str | None = None,
 ) -> Page[dict[str, Any]]:
     app_id = (await asyncio.to_thread(s.apps.get_app, app)).id if app else None

@@ -28,6 +28,7 @@ from dagwright.api.streaming import sse
 from dagwright.services.scripted_guide import refuse_unscripted
 from dagwright.store.paging import Page
 from dagwright.tqa.conversation import AskRequest, Turn
+from dagwright.tqa.recording import ConversationStatus
 
 router = APIRouter(prefix="/api/v1/tqa", tags=["tqa"], dependencies=[Admin])
 Deps = Annotated[Services, Depends(services)]
@@ -165,7 +166,9 @@ async def ask(body: AskIn, s: Deps) -> Any:
 
 
 @router.get("/conversations", response_model=Page[dict[str, Any]])
-async def list_conversations(s: Deps, page: Paging, status: str | None = None) -> Any:
+async def list_conversations(
+    s: Deps, page: Paging, status: ConversationStatus | None = None
+) -> Any:
     """Newest first, without their turns."""
     return await asyncio.to_thread(s.tqa.conversations.list, page.offset, page.limit, status)
 
@@ -254,7 +257,8 @@ async def delete_hint(hint_id: str, s: Deps) -> Response:
 
 @router.get("/tools")
 async def list_tools(s: Deps) -> list[dict[str, Any]]:
-    await s.tqa.ensure_published()
+    """The registered tools. A read writes nothing: the built-in agents and tools are
+    installed by the first question (`ask`), `POST /publish`, or marking one for approval."""
     return [t.to_dict() for t in await asyncio.to_thread(s.tqa.tools.list)]
 
 
@@ -271,7 +275,9 @@ async def put_tool(name: str, body: ToolIn, s: Deps) -> dict[str, Any]:
 async def put_tool_approval(name: str, body: ToolApprovalIn, s: Deps) -> dict[str, Any]:
     """Whether each call of the tool waits for a person's approval: the Engineer's request
     pauses the conversation (`waiting`) with a human request showing the tool and its input;
-    approving runs it, rejecting gives the Engineer a turn with the comment."""
+    approving runs it, rejecting gives the Engineer a turn with the comment. The built-in
+    tools are installed first (a write), so one may be marked before the first question."""
+    await s.tqa.ensure_published()
     tool = await asyncio.to_thread(s.tqa.tools.require_approval, name, body.requires_approval)
     return tool.to_dict()
 

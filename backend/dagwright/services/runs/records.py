@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from pydantic_core import from_json, to_json, to_jsonable_python
 
@@ -15,6 +15,12 @@ from dagwright.runtime.executor import ReusedOutput
 from dagwright.services.runs.writer import RUN_NODES
 from dagwright.store.models import utcnow
 
+# Every status a run row takes, and every way a run is started (`mode`): what a run list may
+# be filtered by (an unknown one is refused, not answered with an empty page).
+RunStatus = Literal[
+    "queued", "running", "waiting", "resumed", "succeeded", "failed", "cancelled", "interrupted"
+]
+RunMode = Literal["debug", "published", "invoke", "eval", "resume", "mcp", "tqa", "cron", "webhook"]
 FINISHED: Final = ("succeeded", "reused")  # a node's statuses whose output can be passed on
 MAX_VALUE_BYTES: Final = 256 * 1024  # a stored value whose JSON is larger keeps a preview only
 PREVIEW_BYTES: Final = 2 * 1024
