@@ -880,7 +880,8 @@ export interface paths {
         /**
          * Mcp Server Tools
          * @description The tools of an MCP server (name, title, description, input schema), for the
-         *     `mcp_tool` block's config form. A stdio command must be one the operator allows.
+         *     `mcp_tool` block's config form. A stdio command must be one the operator allows; a URL
+         *     must pass the egress policy (403 `egress_denied` otherwise).
          */
         post: operations["mcp_server_tools_api_v1_mcp_tools_post"];
         delete?: never;
