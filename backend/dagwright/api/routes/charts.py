@@ -41,8 +41,9 @@ async def _may_render(request: Request, s: Services) -> None:
 
 @router.post("/charts/render", response_class=Response)
 async def render_chart(body: RenderIn, request: Request, s: Deps) -> Response:
-    """The chart as an SVG or PNG image: inline data only, rendered in an isolated child
-    (400 `chart_invalid`/`chart_timeout`/`chart_memory`, 429 `charts_busy`)."""
+    """The chart as an SVG or PNG image."""
+    # Inline data only, rendered in an isolated child: 400 chart_invalid, chart_timeout or
+    # chart_memory; 429 charts_busy (the docstring is the OpenAPI document's: kept as it was).
     await _may_render(request, s)
     image = await s.charts.render(body.spec, body.format, body.scale)
     return Response(image, media_type=MEDIA[body.format])
