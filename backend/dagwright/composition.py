@@ -325,6 +325,7 @@ class Composition:
                 timeout_s=self.settings.charts_timeout,
                 memory_mb=self.settings.charts_memory_mb,
                 max_rows=self.settings.charts_max_rows,
+                spares=self.settings.charts_concurrency,
             )
             return ChartRenderer(limits, self.sandbox())
 

@@ -21,7 +21,8 @@ import contextlib
 import os
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
@@ -33,7 +34,7 @@ import pytest
 from dagwright.charts import SCHEMA, ChartError, chart
 from dagwright.charts.policy import check_spec
 from dagwright.charts.renderer import ChartRenderer, ChartsBusyError, RenderLimits
-from dagwright.data.isolation import SandboxSettings, probe
+from dagwright.data.isolation import SandboxSettings, parent_of, probe
 from support.probe import health_probe
 from support.server import ServerProcess, error_of
 
@@ -137,18 +138,37 @@ def still_serves(base_url: str) -> None:
     assert response.text.startswith("<svg")
 
 
-def render_children() -> list[int]:
-    """Processes running the render child (its script's name on their command line)."""
-    found = []
+def render_children(of: int) -> set[int]:
+    """Render children (their script's name on their command line) that process `of` started
+    (its child, or bwrap's child)."""
+    found = set()
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
             try:
                 command = (entry / "cmdline").read_bytes()
             except OSError:
                 continue
-            if b"_render_child.py" in command:
-                found.append(int(entry.name))
+            if command.split(b"\0")[0].endswith(b"bwrap"):
+                continue  # bwrap's command line names the child too
+            if b"_render_child.py" in command and of in ancestors(int(entry.name), 2):
+                found.add(int(entry.name))
     return found
+
+
+def ancestors(pid: int, levels: int) -> list[int]:
+    found = []
+    for _ in range(levels):
+        parent = parent_of(pid)
+        if parent is None:
+            break
+        found.append(parent)
+        pid = parent
+    return found
+
+
+def server_pid(server: ServerProcess) -> int:
+    assert server.process is not None
+    return server.process.pid
 
 
 def until(condition: Any, timeout: float = 10.0) -> bool:
@@ -182,16 +202,24 @@ def heavy_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerPro
 
 
 @needs_bwrap
-def test_a_normal_chart_renders_in_the_child(server_process: ServerProcess) -> None:
-    """Cold child per render: the cost is printed (pytest -s) and bounded generously."""
-    url = server_process.base_url
+def test_a_normal_chart_renders_in_a_child_of_its_own(server_process: ServerProcess) -> None:
+    """The first render starts a cold child; later ones take a warm spare (started and warmed
+    in the background, one request each). The costs are printed (pytest -s)."""
+    url, pid = server_process.base_url, server_pid(server_process)
     costs = []
-    for fmt in ("svg", "png", "svg"):
+    used: set[int] = set()
+    for fmt in ("svg", "png", "svg", "png"):
+        spares = render_children(pid)
         started = time.perf_counter()
         response = render(url, {"spec": NORMAL, "format": fmt})
         costs.append(time.perf_counter() - started)
         assert response.status_code == 200, response.text
-    print(f"\ncold-child render: {', '.join(f'{c:.2f}' for c in costs)} s")
+        # Two spares again, none of them one that served a request.
+        assert until(lambda: len(render_children(pid)) == 2), render_children(pid)
+        used |= spares - render_children(pid)
+        assert not used & render_children(pid)
+    print(f"\nrenders (cold, then warm): {', '.join(f'{c:.2f}' for c in costs)} s")
+    assert len(used) == 3  # the cold child ended too, and each spare served one request
     assert min(costs) < QUICK_S
 
 
@@ -292,15 +320,24 @@ def test_a_bomb_the_policy_lets_through_ends_its_child_not_the_server(
     assert elapsed < HEAVY_TIMEOUT_S + QUICK_S
     assert heavy_server.process is not None
     assert heavy_server.process.poll() is None
-    assert until(lambda: not render_children()), f"render children left: {render_children()}"
+    # Only the two warm spares are left: the bomb's child was killed.
+    pid = server_pid(heavy_server)
+    assert until(lambda: len(render_children(pid)) <= 2), render_children(pid)
     still_serves(heavy_server.base_url)
 
 
 # -- the child alone (the policy bypassed) --------------------------------------------------
 
 
-def renderer(**limits: Any) -> ChartRenderer:
-    return ChartRenderer(RenderLimits(**limits), SandboxSettings())
+@asynccontextmanager
+async def renderer(**limits: Any) -> AsyncIterator[ChartRenderer]:
+    """A renderer of this process's; afterwards none of its children is left."""
+    charts = ChartRenderer(RenderLimits(**limits), SandboxSettings())
+    try:
+        yield charts
+    finally:
+        await charts.close()
+        assert until(lambda: not render_children(os.getpid())), render_children(os.getpid())
 
 
 @needs_bwrap
@@ -308,8 +345,9 @@ async def test_the_child_has_no_network(canary: Canary) -> None:
     """data.url past the policy: vl-convert's empty allow-list refuses it, and the child's
     network namespace has no route to loopback anyway."""
     body = spec(data={"url": canary.url("/child")}, mark="point")
-    with pytest.raises(ChartError):
-        await renderer().render_unchecked(body, "svg")
+    async with renderer() as charts:
+        with pytest.raises(ChartError):
+            await charts.render_unchecked(body, "svg")
     assert canary.hits == []
 
 
@@ -318,8 +356,9 @@ async def test_the_memory_limit_ends_the_child() -> None:
     """A 20,000 x 20,000 PNG (1.6 GB of pixels) past the policy's size cap."""
     body = spec(width=20_000, height=20_000, data={"values": [{"a": 1}]}, mark="point")
     started = time.perf_counter()
-    with pytest.raises(ChartError) as refused:
-        await renderer(timeout_s=30).render_unchecked(body, "png")
+    async with renderer(timeout_s=30) as charts:
+        with pytest.raises(ChartError) as refused:
+            await charts.render_unchecked(body, "png")
     assert refused.value.code == "chart_memory"
     assert time.perf_counter() - started < 30
 
@@ -333,26 +372,26 @@ async def test_a_broken_render_leaves_the_next_one_clean() -> None:
         mark="point",
         encoding={"x": {"field": "a", "type": "quantitative"}, "href": {"field": "link"}},
     )
-    charts = renderer()
-    with contextlib.suppress(ChartError):  # vl-convert 1.9 refuses it; older ones drew it
-        await charts.render_unchecked(poisoned, "svg")
-    image = await charts.render(NORMAL, "svg")
+    async with renderer() as charts:
+        with contextlib.suppress(ChartError):  # vl-convert 1.9 refuses it; older ones drew it
+            await charts.render_unchecked(poisoned, "svg")
+        image = await charts.render(NORMAL, "svg")
     assert image.startswith(b"<svg")
 
 
 @needs_bwrap
 async def test_a_full_pool_answers_busy() -> None:
-    charts = renderer(concurrency=1, queue_wait_s=0.2, timeout_s=30)
-    slow = sequence_bomb(40_000)
-    first = asyncio.create_task(charts.render(slow, "svg"))
-    # Polls a condition (the first holds the only slot), not a fixed sleep.
-    while not charts._slots.locked():  # noqa: ASYNC110
-        await asyncio.sleep(0.001)
-    with pytest.raises(ChartsBusyError) as busy:
-        await charts.render(NORMAL, "svg")
-    assert busy.value.retry_after > 0
-    assert (await first).startswith(b"<svg")
-    assert (await charts.render(NORMAL, "svg")).startswith(b"<svg")  # the slot came back
+    async with renderer(concurrency=1, spares=1, queue_wait_s=0.2, timeout_s=30) as charts:
+        slow = sequence_bomb(40_000)
+        first = asyncio.create_task(charts.render(slow, "svg"))
+        # Polls a condition (the first holds the only slot), not a fixed sleep.
+        while not charts._slots.locked():  # noqa: ASYNC110
+            await asyncio.sleep(0.001)
+        with pytest.raises(ChartsBusyError) as busy:
+            await charts.render(NORMAL, "svg")
+        assert busy.value.retry_after > 0
+        assert (await first).startswith(b"<svg")
+        assert (await charts.render(NORMAL, "svg")).startswith(b"<svg")  # the slot is back
 
 
 def test_without_bubblewrap_nothing_renders() -> None:
@@ -455,9 +494,3 @@ def test_the_policy_lets_real_charts_through() -> None:
     )
     check_spec(spec(data={"sequence": {"start": 0, "stop": 1000, "as": "a"}}, mark="point"))
     check_spec(spec(data={"graticule": True}, mark="geoshape"))
-
-
-def test_no_render_child_is_left() -> None:
-    """Runs last in this module (pytest keeps file order): every child of every case ended."""
-    assert until(lambda: not render_children()), render_children()
-    assert os.getpid() not in render_children()

@@ -22,6 +22,7 @@ import asyncio
 import contextlib
 import importlib.util
 import json
+import logging
 import os
 import signal
 import sys
@@ -33,6 +34,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from dagwright.charts import ChartError
+from dagwright.charts._render_child import READY, RENDER_REFUSED
 from dagwright.charts.policy import MAX_ROWS, SpecLimits, check_spec
 from dagwright.data.isolation import (
     INSIDE,
@@ -44,12 +46,12 @@ from dagwright.data.isolation import (
 )
 from dagwright.errors import RetryLaterError
 
+log = logging.getLogger(__name__)
+
 Format = Literal["svg", "png"]
 
 _CHILD = Path(__file__).with_name("_render_child.py")
 _INSIDE_CHILD = f"{INSIDE}/_render_child.py"
-# Exit code of the child when vl-convert refused the spec (_render_child.RENDER_REFUSED).
-_RENDER_REFUSED = 2
 # How long a request waits for a free child before 429: a render takes ~0.4 to a few
 # seconds, so a short burst is absorbed and a flood is refused.
 QUEUE_WAIT_S = 2.0
@@ -76,6 +78,7 @@ class RenderLimits:
     memory_mb: int = 1024
     max_rows: int = MAX_ROWS
     queue_wait_s: float = QUEUE_WAIT_S
+    spares: int = 2  # children kept started and warm, each for one request
 
     def __post_init__(self) -> None:
         if self.memory_mb < MIN_MEMORY_MB:
@@ -88,6 +91,20 @@ class ChartsBusyError(RetryLaterError):
     code = "charts_busy"
 
 
+@dataclass(slots=True)
+class _Child:
+    """One render child: used for one request, then ended."""
+
+    process: asyncio.subprocess.Process
+    kill_group: bool  # unisolated: killed as a process group; under bwrap, bwrap is killed
+    ready: bool = False
+
+    async def end(self) -> None:
+        if self.process.returncode is None:
+            _kill(self.process.pid, self.kill_group)
+        await self.process.wait()
+
+
 class ChartRenderer:
     """Renders chart specs in bounded, isolated child processes; one per server."""
 
@@ -95,6 +112,8 @@ class ChartRenderer:
         self.limits = limits
         self.sandbox = sandbox
         self._slots = asyncio.Semaphore(limits.concurrency)
+        self._spares: list[_Child] = []  # started, warm, waiting for a request
+        self._filling: asyncio.Task[None] | None = None
 
     async def render(self, spec: Mapping[str, Any], fmt: Format, scale: float = 1.0) -> bytes:
         """The chart as SVG text (UTF-8) or PNG bytes. Raises ChartError: `chart_invalid`
@@ -116,9 +135,66 @@ class ChartRenderer:
     async def render_unchecked(
         self, spec: Mapping[str, Any], fmt: Format, scale: float = 1.0
     ) -> bytes:
-        """One render in a fresh child, without the policy or the pool (tests use it to show
-        what the child's isolation holds alone)."""
+        """One render in a child of its own, without the policy or the pool's bound (tests
+        use it to show what the child's isolation holds alone)."""
         request = json.dumps({"spec": spec, "format": fmt, "scale": scale}).encode()
+        child: _Child | None = None
+        try:
+            # The deadline counts a cold child's start too: a warm spare has done it already.
+            async with asyncio.timeout(self.limits.timeout_s):
+                child = await self._take()
+                image, stderr = await _exchange(child.process, request)
+                returncode = await child.process.wait()
+        except TimeoutError:
+            raise ChartError(
+                f"the chart took longer than {self.limits.timeout_s:g} s to render",
+                "chart_timeout",
+            ) from None
+        finally:
+            if child is not None:
+                await child.end()
+        return self._outcome(returncode, image, stderr)
+
+    async def close(self) -> None:
+        """Ends the warm spares (a server's die with it anyway: bwrap's --die-with-parent)."""
+        if self._filling is not None:
+            self._filling.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._filling
+        spares, self._spares = self._spares, []
+        for child in spares:
+            await child.end()
+
+    async def _take(self) -> _Child:
+        """A warm spare if one is alive, else a child started now; then spares are made
+        again in the background, for the next request."""
+        child: _Child | None = None
+        while self._spares and child is None:
+            spare = self._spares.pop(0)
+            if spare.process.returncode is None:
+                child = spare
+            else:
+                await spare.end()
+        if child is None:
+            child = await self._spawn()
+        if self._filling is None or self._filling.done():
+            self._filling = asyncio.get_running_loop().create_task(self._fill())
+        return child
+
+    async def _fill(self) -> None:
+        while len(self._spares) < self.limits.spares:
+            try:
+                child = await asyncio.wait_for(self._spawn(), self.limits.timeout_s)
+            except (ChartError, OSError, TimeoutError) as exc:
+                log.warning("no warm chart renderer: %s", exc)
+                return
+            if not child.ready:
+                await child.end()
+                return
+            self._spares.append(child)
+
+    async def _spawn(self) -> _Child:
+        """A child started now, once its engine is warm (or it ended trying)."""
         argv, kill_group = await self._command()
         process = await asyncio.create_subprocess_exec(
             *argv,
@@ -129,20 +205,14 @@ class ChartRenderer:
             env=_environment(INSIDE_SCRATCH if not kill_group else tempfile.gettempdir()),
             start_new_session=True,
         )
+        child = _Child(process, kill_group)
         try:
-            async with asyncio.timeout(self.limits.timeout_s):
-                image, stderr = await _exchange(process, request)
-                returncode = await process.wait()
-        except TimeoutError:
-            raise ChartError(
-                f"the chart took longer than {self.limits.timeout_s:g} s to render",
-                "chart_timeout",
-            ) from None
-        finally:
-            if process.returncode is None:
-                _kill(process.pid, kill_group)
-                await process.wait()
-        return self._outcome(returncode, image, stderr)
+            assert process.stdout is not None
+            child.ready = await process.stdout.read(len(READY)) == READY  # b"": it ended
+        except BaseException:
+            await child.end()
+            raise
+        return child
 
     def _outcome(self, returncode: int, image: bytes | None, stderr: bytes) -> bytes:
         message = stderr.decode(errors="replace").strip()
@@ -153,7 +223,7 @@ class ChartRenderer:
                 f"the chart's image is larger than {MAX_IMAGE_BYTES // (1024 * 1024)} MiB",
                 "chart_memory",
             )
-        if returncode == _RENDER_REFUSED:
+        if returncode == RENDER_REFUSED:
             raise ChartError(f"the chart cannot be rendered: {message}")
         if any(hint in message for hint in _MEMORY_HINTS):
             raise ChartError(
