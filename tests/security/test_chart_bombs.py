@@ -140,7 +140,7 @@ def still_serves(base_url: str) -> None:
 
 def render_children(of: int) -> set[int]:
     """Render children (their script's name on their command line) that process `of` started
-    (its child, or bwrap's child)."""
+    (its child, or bwrap's child); `of=1`: those whose parent died (orphans)."""
     found = set()
     for entry in Path("/proc").iterdir():
         if entry.name.isdigit():
@@ -320,9 +320,10 @@ def test_a_bomb_the_policy_lets_through_ends_its_child_not_the_server(
     assert elapsed < HEAVY_TIMEOUT_S + QUICK_S
     assert heavy_server.process is not None
     assert heavy_server.process.poll() is None
-    # Only the two warm spares are left: the bomb's child was killed.
+    # Only the two warm spares are left: the bomb's child was killed, its namespace too.
     pid = server_pid(heavy_server)
     assert until(lambda: len(render_children(pid)) <= 2), render_children(pid)
+    assert not render_children(1), f"orphaned render children: {render_children(1)}"
     still_serves(heavy_server.base_url)
 
 
@@ -338,6 +339,7 @@ async def renderer(**limits: Any) -> AsyncIterator[ChartRenderer]:
     finally:
         await charts.close()
         assert until(lambda: not render_children(os.getpid())), render_children(os.getpid())
+        assert not render_children(1), f"orphaned render children: {render_children(1)}"
 
 
 @needs_bwrap

@@ -41,7 +41,9 @@ from dagwright.data.isolation import (
     INSIDE_SCRATCH,
     SandboxSettings,
     bwrap_argv,
+    parent_of,
     probe,
+    read_child_pid,
     runtime_paths,
 )
 from dagwright.errors import RetryLaterError
@@ -64,6 +66,8 @@ _MAX_STDERR_BYTES = 64 * 1024
 _SCRATCH_BYTES = 1024 * 1024
 # Words by which a crash shows it ran out of memory (V8's fatal abort, Rust's allocator).
 _MEMORY_HINTS = ("out of memory", "memory allocation", "MemoryError", "Cannot allocate memory")
+# How long an ended child's pipes may take to close (its namespace's processes dying).
+_END_TIMEOUT_S = 10.0
 # The least RLIMIT_DATA under which V8 starts at all (512 MiB does not; 640 MiB does).
 MIN_MEMORY_MB = 640
 
@@ -96,13 +100,41 @@ class _Child:
     """One render child: used for one request, then ended."""
 
     process: asyncio.subprocess.Process
-    kill_group: bool  # unisolated: killed as a process group; under bwrap, bwrap is killed
+    kill_group: bool  # unisolated: killed as a process group
     ready: bool = False
+    init: int | None = None  # under bwrap: a pidfd of the sandbox's init (its PID namespace)
+
+    def pin(self, pid: int | None) -> None:
+        """Keeps a pidfd of the sandbox's init, once sure it is bwrap's child (not a process
+        that reused its pid), as the Python sandbox does."""
+        if pid is None:
+            return
+        try:
+            fd = os.pidfd_open(pid)
+        except OSError:
+            return  # already gone
+        if parent_of(pid) != self.process.pid:
+            os.close(fd)
+            return
+        self.init = fd
 
     async def end(self) -> None:
+        """SIGKILL to the sandbox's init, after which the kernel kills its namespace (killing
+        only bwrap leaves a window at its start where --die-with-parent is not yet set), and
+        to bwrap; then waits for its end and its pipes' (the namespace's last process)."""
         if self.process.returncode is None:
+            if self.init is not None:
+                with contextlib.suppress(ProcessLookupError):
+                    signal.pidfd_send_signal(self.init, signal.SIGKILL)
             _kill(self.process.pid, self.kill_group)
-        await self.process.wait()
+        try:
+            await asyncio.wait_for(self.process.wait(), _END_TIMEOUT_S)
+        except TimeoutError:
+            log.warning("a chart render child %d did not end", self.process.pid)
+        finally:
+            if self.init is not None:
+                os.close(self.init)
+                self.init = None
 
 
 class ChartRenderer:
@@ -194,24 +226,49 @@ class ChartRenderer:
             self._spares.append(child)
 
     async def _spawn(self) -> _Child:
-        """A child started now, once its engine is warm (or it ended trying)."""
-        argv, kill_group = await self._command()
-        process = await asyncio.create_subprocess_exec(
-            *argv,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            cwd="/",
-            env=_environment(INSIDE_SCRATCH if not kill_group else tempfile.gettempdir()),
-            start_new_session=True,
-        )
+        """A child started now, once its engine is warm (or it ended trying). Under bwrap,
+        the sandbox's pid is read (--info-fd) and pinned before its command may start
+        (--block-fd)."""
+        info_r, info_w = os.pipe2(os.O_CLOEXEC)
+        block_r, block_w = os.pipe2(os.O_CLOEXEC)
+        try:
+            fds = {"info": info_w, "block": block_r}
+            argv, kill_group = await self._command(fds)
+            process = await asyncio.create_subprocess_exec(
+                *argv,
+                stdin=asyncio.subprocess.PIPE,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                cwd="/",
+                env=_environment(INSIDE_SCRATCH if not kill_group else tempfile.gettempdir()),
+                start_new_session=True,
+                pass_fds=() if kill_group else (info_w, block_r),
+            )
+        except BaseException:
+            for fd in (info_r, block_w):
+                os.close(fd)
+            raise
+        finally:
+            os.close(info_w)
+            os.close(block_r)
         child = _Child(process, kill_group)
         try:
+            if kill_group:
+                os.close(info_r)
+            else:
+                child.pin(read_child_pid(await _read_all(info_r)))
+            with contextlib.suppress(BrokenPipeError):
+                os.write(block_w, b"x")
+            os.close(block_w)
+            block_w = -1
             assert process.stdout is not None
             child.ready = await process.stdout.read(len(READY)) == READY  # b"": it ended
         except BaseException:
             await child.end()
             raise
+        finally:
+            if block_w != -1:
+                os.close(block_w)
         return child
 
     def _outcome(self, returncode: int, image: bytes | None, stderr: bytes) -> bytes:
@@ -233,9 +290,9 @@ class ChartRenderer:
         last = message.splitlines()[-1] if message else f"exit code {returncode}"
         raise ChartError(f"the chart's renderer crashed: {last[:300]}", "chart_failed")
 
-    async def _command(self) -> tuple[list[str], bool]:
+    async def _command(self, fds: dict[str, int]) -> tuple[list[str], bool]:
         """The child's command line, and whether it runs unisolated (then it is killed as a
-        process group; under bwrap, killing bwrap kills the sandbox: --die-with-parent)."""
+        process group, and `fds` are not used)."""
         site = _vl_convert_site()
         found = await asyncio.to_thread(probe, self.sandbox)  # once per process, then cached
         extra = [site] if site else []
@@ -255,7 +312,7 @@ class ChartRenderer:
             found.bwrap,
             job=None,
             scratch_bytes=_SCRATCH_BYTES,
-            fds={},
+            fds=fds,
             command=[*command, *extra],
             environment=_environment(INSIDE_SCRATCH),
             ro_binds=binds,
@@ -283,6 +340,18 @@ async def _exchange(
         _read_capped(process.stderr, _MAX_STDERR_BYTES, keep_tail=True),
     )
     return image, stderr or b""
+
+
+async def _read_all(fd: int) -> bytes:
+    """What bwrap writes on its info pipe, read on the event loop (closes `fd`)."""
+    reader = asyncio.StreamReader()
+    transport, _ = await asyncio.get_running_loop().connect_read_pipe(
+        lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(fd, "rb", buffering=0)
+    )
+    try:
+        return await reader.read()  # bwrap closes it once the pid is written
+    finally:
+        transport.close()
 
 
 async def _read_capped(
