@@ -12,8 +12,9 @@ event loop and GIL stay free; and nothing of one render's engine survives into t
 At most `concurrency` children run at once; a request that finds them busy waits up to
 QUEUE_WAIT_S, then gets 429 `charts_busy` with Retry-After. Without bubblewrap nothing renders
 (`sandbox_unavailable`) unless the operator allowed the unisolated sandbox, as for Python.
-A cold child costs ~0.4 s (Python start and V8's start), measured in
-tests/security/test_chart_bombs.py; docs/security/charts.md has the whole design.
+A cold child costs ~0.4-0.6 s (Python's and V8's start), so `spares` children are kept started
+and warm (on a fixed spec of ours), each serving one request and then replaced: ~0.1 s a
+render. docs/security/charts.md has the whole design.
 """
 
 from __future__ import annotations
