@@ -496,3 +496,20 @@ def test_the_policy_lets_real_charts_through() -> None:
     )
     check_spec(spec(data={"sequence": {"start": 0, "stop": 1000, "as": "a"}}, mark="point"))
     check_spec(spec(data={"graticule": True}, mark="geoshape"))
+
+
+async def test_the_operators_unisolated_opt_in_renders_and_kills_its_children() -> None:
+    """Without bwrap but with DAGWRIGHT_SANDBOX_ALLOW_UNISOLATED=1: the child runs as a
+    process group of its own, which the deadline kills as a whole."""
+    charts = ChartRenderer(
+        RenderLimits(timeout_s=1.5),
+        SandboxSettings(bwrap="/nonexistent/bwrap", allow_unisolated=True),
+    )
+    try:
+        assert (await charts.render(NORMAL, "svg")).startswith(b"<svg")
+        with pytest.raises(ChartError) as killed:
+            await charts.render_unchecked(sequence_bomb(), "svg")
+        assert killed.value.code in {"chart_timeout", "chart_memory"}
+    finally:
+        await charts.close()
+    assert until(lambda: not render_children(os.getpid())), render_children(os.getpid())
