@@ -26,6 +26,7 @@ from dagwright.settings import Settings
 if TYPE_CHECKING:
     from sqlalchemy import Engine
 
+    from dagwright.charts.renderer import ChartRenderer
     from dagwright.data.connectors.common import SourcePaths
     from dagwright.data.isolation import SandboxSettings
     from dagwright.egress import EgressPolicy
@@ -340,6 +341,23 @@ class Composition:
             )
 
         return self._once("egress", build)
+
+    def charts(self) -> ChartRenderer:
+        """Renders chart specs in isolated child processes, a few at once (charts/renderer)."""
+
+        def build() -> ChartRenderer:
+            from dagwright.charts.renderer import ChartRenderer, RenderLimits
+
+            limits = RenderLimits(
+                concurrency=self.settings.charts_concurrency,
+                timeout_s=self.settings.charts_timeout,
+                memory_mb=self.settings.charts_memory_mb,
+                max_rows=self.settings.charts_max_rows,
+                spares=self.settings.charts_concurrency,
+            )
+            return ChartRenderer(limits, self.sandbox())
+
+        return self._once("charts", build)
 
     def mcp_stdio(self) -> StdioAllowList:
         """The commands stdio MCP servers may be started with (DAGWRIGHT_MCP_STDIO_COMMANDS)."""

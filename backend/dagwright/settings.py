@@ -172,6 +172,16 @@ class Settings(BaseSettings):
     sandbox_budget_dir: str = ""
     sandbox_cgroup: bool = True
 
+    # -- charts (charts/renderer.py, docs/security/charts.md) ------------------------------
+    charts_concurrency: int = Field(
+        2, ge=1, description="chart renders at once (each a child process); more: 429"
+    )
+    charts_timeout: float = Field(10.0, gt=0, description="seconds before a render is killed")
+    charts_memory_mb: int = Field(
+        1024, ge=640, description="a render's memory (RLIMIT_DATA; V8 needs 640 MB to start)"
+    )
+    charts_max_rows: int = Field(50_000, ge=1, description="data rows a rendered chart may hold")
+
     # -- tools -----------------------------------------------------------------------------
     mcp_stdio_commands: str = Field("", description="executables, comma-separated")
     # Outbound targets flow authors may reach beyond public addresses (dagwright/egress.py).

@@ -21,6 +21,7 @@ if TYPE_CHECKING:
     from sqlalchemy import Engine
 
     from dagwright.api.auth import RateLimiter
+    from dagwright.charts.renderer import ChartRenderer
     from dagwright.composition import Composition
     from dagwright.egress import EgressPolicy
     from dagwright.embedding.service import ExampleStore
@@ -79,6 +80,10 @@ class Services:
     def evaluations(self) -> EvaluationService:
         return self._later().evaluations
 
+    @property
+    def charts(self) -> ChartRenderer:
+        return self._later().charts
+
 
 @dataclass(slots=True)
 class LaterServices:
@@ -89,6 +94,7 @@ class LaterServices:
     data: DataSourceService
     tqa: TqaService
     evaluations: EvaluationService
+    charts: ChartRenderer
 
 
 async def services(request: Request) -> Services:
@@ -165,6 +171,7 @@ def _prepare_rest(
         data=process.data_sources(),
         tqa=process.tqa(),
         evaluations=process.evaluations(),
+        charts=process.charts(),
     )
     import_data_layer()
     engine, apps, runs, queue = services.engine, services.apps, services.runs, services.queue

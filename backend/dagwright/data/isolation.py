@@ -229,10 +229,12 @@ def bwrap_argv(
     fds: dict[str, int],
     command: Sequence[str],
     environment: dict[str, str] | None = None,
+    ro_binds: Sequence[tuple[str, str]] = (),
 ) -> list[str]:
     """The bwrap command line of one sandbox. `fds` may name `info` (bwrap writes the
     sandbox's pid there) and `block` (the sandbox waits for a byte there before the command
-    starts)."""
+    starts). `ro_binds` adds (host path, inside path) pairs, read-only (the chart renderer's
+    child script and, where it is installed apart, vl_convert's folder)."""
     argv = [
         bwrap,
         "--unshare-all",  # ipc, pid, net, uts; user and cgroup made mandatory below
@@ -276,6 +278,8 @@ def bwrap_argv(
     argv += ["--ro-bind", child, INSIDE_CHILD]
     if job is not None:
         argv += ["--ro-bind", str(job), INSIDE_JOB]
+    for host, inside in ro_binds:
+        argv += ["--ro-bind", host, inside]
     argv += ["--size", str(scratch_bytes), "--perms", "0700", "--tmpfs", INSIDE_SCRATCH]
     # bwrap's own tmpfs (/ and /dev, where /dev/shm is) would be writable without limit.
     argv += ["--remount-ro", "/dev", "--remount-ro", "/"]

@@ -1,5 +1,6 @@
 """Charts to images: a chart value (a Vega-Lite spec, as any flow may return) rendered to SVG
-or PNG on the server, for callers that cannot run Vega themselves (dagwright.charts)."""
+or PNG on the server, for callers that cannot run Vega themselves. The spec policy, the
+isolated child processes and their pool are dagwright.charts.renderer's."""
 
 from __future__ import annotations
 
@@ -11,7 +12,6 @@ from pydantic import BaseModel, Field
 from dagwright.api.auth import bearer_token, check_admin
 from dagwright.api.settings import admin_required
 from dagwright.api.state import Services, services
-from dagwright.charts import render
 from dagwright.errors import AuthError
 
 router = APIRouter(prefix="/api/v1", tags=["charts"])
@@ -42,8 +42,8 @@ async def _may_render(request: Request, s: Services) -> None:
 @router.post("/charts/render", response_class=Response)
 async def render_chart(body: RenderIn, request: Request, s: Deps) -> Response:
     """The chart as an SVG or PNG image."""
-    import asyncio
-
+    # Inline data only, rendered in an isolated child: 400 chart_invalid, chart_timeout or
+    # chart_memory; 429 charts_busy (the docstring is the OpenAPI document's: kept as it was).
     await _may_render(request, s)
-    image = await asyncio.to_thread(render, body.spec, body.format, body.scale)
+    image = await s.charts.render(body.spec, body.format, body.scale)
     return Response(image, media_type=MEDIA[body.format])

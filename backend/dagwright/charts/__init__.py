@@ -1,7 +1,12 @@
 """Charts as values: a chart is a Vega-Lite spec (a JSON object whose `$schema` names
 Vega-Lite) with its data inline, so any block can return one, a run stores it like any other
 output, the editor draws it (frontend/src/charts/) and the API renders it to SVG or PNG for
-published callers (vl-convert, which bundles its own Vega engine: nothing is downloaded)."""
+published callers (vl-convert, which bundles its own Vega engine: nothing is downloaded).
+
+Rendering a spec that a stranger sent is hostile input: `policy` checks it in Python first
+(inline data only, bounded data, views, size and depth), then `renderer` renders it in a
+fresh child process under the sandbox's bubblewrap isolation, with memory and time limits and
+a small pool (docs/security/charts.md)."""
 
 from __future__ import annotations
 
@@ -19,9 +24,15 @@ MAX_POINTS = 5000  # a chart carries its data; more rows belong in a table
 
 class ChartError(DagwrightError):
     """A chart cannot be made or rendered (a field that is not in the data, an unknown
-    format, no renderer installed)."""
+    format, no renderer installed, a spec the policy refuses: `chart_invalid`), or its
+    render ran past its time (`chart_timeout`) or memory (`chart_memory`)."""
 
     code = "chart_invalid"
+
+    def __init__(self, message: str, code: str | None = None) -> None:
+        super().__init__(message)
+        if code is not None:
+            self.code = code
 
 
 def is_chart(value: Any) -> bool:
@@ -88,21 +99,3 @@ def chart(
     if title:
         spec["title"] = title
     return spec
-
-
-def render(spec: Mapping[str, Any], fmt: Literal["svg", "png"], scale: float = 1.0) -> bytes:
-    """The chart as SVG text (UTF-8) or PNG bytes."""
-    if not is_chart(dict(spec)):
-        raise ChartError("not a chart: a Vega-Lite spec needs its $schema")
-    try:
-        import vl_convert
-    except ImportError:
-        raise ChartError(
-            "rendering charts needs the vl-convert-python package, which is not installed"
-        ) from None
-    try:
-        if fmt == "svg":
-            return str(vl_convert.vegalite_to_svg(dict(spec))).encode("utf-8")
-        return bytes(vl_convert.vegalite_to_png(dict(spec), scale=scale))
-    except ValueError as exc:
-        raise ChartError(f"the chart cannot be rendered: {exc}") from None
