@@ -355,7 +355,9 @@ class Composition:
                 max_rows=self.settings.charts_max_rows,
                 spares=self.settings.charts_concurrency,
             )
-            return ChartRenderer(limits, self.sandbox())
+            renderer = ChartRenderer(limits, self.sandbox())
+            self._async_closers.append(renderer.close)  # its warm spares end with the process
+            return renderer
 
         return self._once("charts", build)
 

@@ -21,6 +21,9 @@ from support.models import gateway_for, scripted_server
 REGISTRY = Registry.default()
 TIMEOUT = 0.5  # the provider's, per attempt
 BUDGET = 1.0  # the run's retries together
+# What a loaded machine may add to a run's wall clock. Multiplied retries took 7.1 s here
+# (12 attempts), so the bounds below still tell the two apart.
+SLACK = 2.0
 # The gateway's own retries (3 attempts) inside a node retried 3 times: 12 attempts of 0.5 s
 # when every call hangs, 6 s and more before the budget.
 PROVIDER: dict[str, Any] = {
@@ -60,8 +63,8 @@ async def test_when_every_call_hangs_a_run_ends_within_timeout_plus_budget() -> 
     assert result.status == "failed"
     assert result.error is not None
     assert "retry budget" in result.error.message
-    # The first attempt (TIMEOUT) plus retries costing BUDGET together; slack for the machine.
-    assert elapsed < TIMEOUT + BUDGET + 0.5, elapsed
+    # The first attempt (TIMEOUT) plus retries costing BUDGET together.
+    assert elapsed < TIMEOUT + BUDGET + SLACK, elapsed
     assert requests <= 4  # not the 12 attempts the levels multiplied to
 
 
@@ -75,7 +78,7 @@ async def test_a_fault_that_passes_is_retried_within_the_budget() -> None:
             await gateway.aclose()
     assert result.status == "succeeded", result.error
     assert result.outputs == {"answer": "ok"}
-    assert elapsed < 3 * TIMEOUT + 1.0
+    assert elapsed < 3 * TIMEOUT + SLACK
 
 
 async def test_runs_under_a_30_percent_fault_rate_end_within_the_bound() -> None:
@@ -90,5 +93,5 @@ async def test_runs_under_a_30_percent_fault_rate_end_within_the_bound() -> None
         finally:
             await gateway.aclose()
     worst = max(elapsed for _, elapsed in done)
-    assert worst < TIMEOUT + BUDGET + 0.5, worst
+    assert worst < TIMEOUT + BUDGET + SLACK, worst
     assert sum(result.status == "succeeded" for result, _ in done) >= 10
