@@ -65,6 +65,7 @@ bench: $(STAMP) $(EDITOR) chromium bubblewrap
 	$(BIN)/python benchmarks/tqa_orchestration.py
 	$(BIN)/python benchmarks/queue_throughput.py
 	$(BIN)/python benchmarks/editor_open.py
+	$(BIN)/python benchmarks/hostile_input.py
 
 clean:
 	rm -rf $(VENV) frontend/node_modules frontend/dist

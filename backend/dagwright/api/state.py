@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import gc
+import importlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
@@ -174,6 +175,9 @@ def _prepare_rest(
         charts=process.charts(),
     )
     import_data_layer()
+    # The guarded outbound clients (httpx2, httpcore2): ~50 ms of imports that a flow's first
+    # http_request, mcp_tool or remote app would otherwise hold the event loop for.
+    importlib.import_module("dagwright.egress_http")
     engine, apps, runs, queue = services.engine, services.apps, services.runs, services.queue
     return _PreparedRest(
         routers=routers,
