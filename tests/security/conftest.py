@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from support.server import ServerProcess
+from support.server import Api, ServerProcess
 
 
 @pytest.fixture(scope="module")
@@ -21,3 +21,13 @@ def server_process(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerP
         yield server
     finally:
         server.stop()
+
+
+@pytest.fixture(scope="module")
+def api(server_process: ServerProcess) -> Iterator[Api]:
+    """An HTTP client of the module's server (no admin token: the server has none)."""
+    client = server_process.api()
+    try:
+        yield client
+    finally:
+        client.close()

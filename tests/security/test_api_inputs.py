@@ -45,15 +45,6 @@ def typed_flow() -> dict[str, Any]:
 
 
 @pytest.fixture(scope="module")
-def api(server_process: ServerProcess) -> Iterator[Api]:
-    client = server_process.api()
-    try:
-        yield client
-    finally:
-        client.close()
-
-
-@pytest.fixture(scope="module")
 def echo_key(api: Api) -> str:
     return api.published_app("poison-echo", echo_flow())
 

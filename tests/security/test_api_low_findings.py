@@ -7,7 +7,6 @@ nothing; the health probe checks nobody else waited."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -16,15 +15,6 @@ import pytest
 
 from support.probe import health_probe
 from support.server import Api, ServerProcess, echo_flow, error_of, key_headers
-
-
-@pytest.fixture(scope="module")
-def api(server_process: ServerProcess) -> Iterator[Api]:
-    client = server_process.api()
-    try:
-        yield client
-    finally:
-        client.close()
 
 
 def _apps(api: Api) -> int:

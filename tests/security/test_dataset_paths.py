@@ -20,7 +20,6 @@ import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -33,15 +32,6 @@ from support.probe import health_probe
 from support.server import Api, ServerProcess, error_of, subprocess_environment
 
 FIXTURES = Path(__file__).parents[1] / "fixtures" / "evaluation"
-
-
-@pytest.fixture(scope="module")
-def api(server_process: ServerProcess) -> Iterator[Api]:
-    client = server_process.api()
-    try:
-        yield client
-    finally:
-        client.close()
 
 
 @pytest.fixture(scope="module")

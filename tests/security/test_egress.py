@@ -319,15 +319,6 @@ def test_the_rendered_url_must_keep_the_templates_server() -> None:
 # -- against a server process (default policy) ----------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def api(server_process: ServerProcess) -> Iterator[Api]:
-    client = server_process.api()
-    try:
-        yield client
-    finally:
-        client.close()
-
-
 def _http_flow(url: str, **config: Any) -> dict[str, Any]:
     ports = [name for name in ("sub", "path") if "{{ " + name + " }}" in url]
     nodes = [node(name, "text_input", name=name) for name in ports]

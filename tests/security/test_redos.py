@@ -12,7 +12,6 @@ Before the fix, `(a+)+$` on 'aaaa…!' in regex_extract held the GIL for seconds
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -21,15 +20,6 @@ from support.probe import timed
 from support.server import Api, ServerProcess, edge, flow, node
 
 HOSTILE = "a" * 100_000 + "!"  # for patterns that backtrack exponentially in Python's re
-
-
-@pytest.fixture(scope="module")
-def api(server_process: ServerProcess) -> Iterator[Api]:
-    client = server_process.api()
-    try:
-        yield client
-    finally:
-        client.close()
 
 
 def regex_flow(block: str, **config: Any) -> dict[str, Any]:

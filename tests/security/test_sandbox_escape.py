@@ -726,15 +726,6 @@ def test_operator_may_opt_in_to_run_unisolated(
 # -- through a server -------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def api(server_process: ServerProcess) -> Iterator[Api]:
-    client = server_process.api()
-    try:
-        yield client
-    finally:
-        client.close()
-
-
 def python_flow(code: str) -> dict[str, Any]:
     return flow(
         [

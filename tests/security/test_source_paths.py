@@ -29,15 +29,6 @@ from support.server import Api, ServerProcess, error_of, subprocess_environment
 
 
 @pytest.fixture(scope="module")
-def api(server_process: ServerProcess) -> Iterator[Api]:
-    client = server_process.api()
-    try:
-        yield client
-    finally:
-        client.close()
-
-
-@pytest.fixture(scope="module")
 def data_dir(server_process: ServerProcess) -> Path:
     """The server's data directory, with a CSV and a SQLite file under sources/."""
     folder = server_process.data_dir.resolve()

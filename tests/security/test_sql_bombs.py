@@ -47,15 +47,6 @@ def small_query_memory() -> Iterator[None]:
         yield
 
 
-@pytest.fixture(scope="module")
-def api(server_process: ServerProcess) -> Iterator[Api]:
-    client = server_process.api()
-    try:
-        yield client
-    finally:
-        client.close()
-
-
 def query(api: Api, sql: str, **options: Any) -> httpx.Response:
     return api.http.post("/api/v1/query", json={"sql": sql, **options}, timeout=60)
 

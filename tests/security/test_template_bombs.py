@@ -14,7 +14,6 @@ with no output ran without end.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -24,15 +23,6 @@ from support.server import Api, ServerProcess, edge, flow, node
 
 # What "quick" means for a refusal, generous for a loaded CI machine: the bombs used to take
 # minutes. The health probe's own limit (1 s) is the strict check.
-
-
-@pytest.fixture(scope="module")
-def api(server_process: ServerProcess) -> Iterator[Api]:
-    client = server_process.api()
-    try:
-        yield client
-    finally:
-        client.close()
 
 
 def template_flow(template: str, inputs: dict[str, str] | None = None) -> dict[str, Any]:

@@ -72,15 +72,6 @@ def test_an_async_call_in_queue_mode_refuses_numbers_postgresql_cannot_store(
     assert fine.status_code == 202, fine.text  # a large finite number is stored as it is
 
 
-@pytest.fixture(scope="module")
-def api(server_process: ServerProcess) -> Iterator[Api]:
-    client = server_process.api()
-    try:
-        yield client
-    finally:
-        client.close()
-
-
 def test_every_route_refuses_them_not_only_async_calls(
     api: Api, server_process: ServerProcess
 ) -> None:
