@@ -148,27 +148,51 @@ def test_a_query_inside_its_scope_runs(world: World) -> None:
 ESCAPES = {
     "qualified": "SELECT * FROM secret.{db}.salaries",
     "source.table": "SELECT * FROM secret.salaries",
-    "join": "SELECT e.name, s.bonus FROM pg.{open}.employee e JOIN secret.{db}.salaries s ON s.id = e.id",
-    "subquery in WHERE": "SELECT name FROM pg.{open}.employee WHERE id IN (SELECT id FROM secret.{db}.salaries)",
+    "join": (
+        "SELECT e.name, s.bonus FROM pg.{open}.employee e JOIN secret.{db}.salaries s "
+        "ON s.id = e.id"
+    ),
+    "subquery in WHERE": (
+        "SELECT name FROM pg.{open}.employee WHERE id IN (SELECT id FROM secret.{db}.salaries)"
+    ),
     "scalar subquery": "SELECT (SELECT max(bonus) FROM secret.{db}.salaries) AS b",
     "derived table": "SELECT * FROM (SELECT * FROM (SELECT bonus FROM secret.{db}.salaries) a) b",
-    "lateral": "SELECT * FROM pg.{open}.employee e, LATERAL (SELECT bonus FROM secret.{db}.salaries s WHERE s.id = e.id) x",
+    "lateral": (
+        "SELECT * FROM pg.{open}.employee e, LATERAL (SELECT bonus FROM "
+        "secret.{db}.salaries s WHERE s.id = e.id) x"
+    ),
     "EXISTS": "SELECT 1 WHERE EXISTS (SELECT 1 FROM secret.{db}.salaries)",
-    "UNION": "SELECT name FROM pg.{open}.employee UNION ALL SELECT CAST(bonus AS TEXT) FROM secret.{db}.salaries",
+    "UNION": (
+        "SELECT name FROM pg.{open}.employee UNION ALL SELECT CAST(bonus AS TEXT) FROM "
+        "secret.{db}.salaries"
+    ),
     "EXCEPT": "SELECT id FROM pg.{open}.employee EXCEPT SELECT id FROM secret.{db}.salaries",
     "CTE body": "WITH x AS (SELECT * FROM secret.{db}.salaries) SELECT * FROM x",
-    "CTE named like the table": "WITH salaries AS (SELECT 1 AS id) SELECT * FROM secret.{db}.salaries",
-    "CTE named like the source": "WITH secret AS (SELECT 1 AS id) SELECT * FROM secret.{db}.salaries",
-    "CTE named like an admitted table": "WITH employee AS (SELECT * FROM secret.{db}.salaries) SELECT * FROM employee",
-    "recursive CTE": "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r, secret.{db}.salaries WHERE n < 3) SELECT * FROM r",
-    "nested CTE": "WITH a AS (WITH b AS (SELECT * FROM secret.{db}.salaries) SELECT * FROM b) SELECT * FROM a",
+    "CTE named like the table": (
+        "WITH salaries AS (SELECT 1 AS id) SELECT * FROM secret.{db}.salaries"
+    ),
+    "CTE named like the source": (
+        "WITH secret AS (SELECT 1 AS id) SELECT * FROM secret.{db}.salaries"
+    ),
+    "CTE named like an admitted table": (
+        "WITH employee AS (SELECT * FROM secret.{db}.salaries) SELECT * FROM employee"
+    ),
+    "recursive CTE": (
+        "WITH RECURSIVE r(n) AS (SELECT 1 UNION ALL SELECT n + 1 FROM r, "
+        "secret.{db}.salaries WHERE n < 3) SELECT * FROM r"
+    ),
+    "nested CTE": (
+        "WITH a AS (WITH b AS (SELECT * FROM secret.{db}.salaries) SELECT * FROM b) SELECT * FROM a"
+    ),
     "quoted": 'SELECT * FROM "secret"."{db}"."salaries"',
     "upper case": "SELECT * FROM SECRET.{db}.SALARIES",
     "quoted upper case": 'SELECT * FROM "SECRET"."{db}".salaries',
     "FROM-first": "FROM secret.{db}.salaries",
     "other schema of the source": "SELECT * FROM pg.{closed}.payroll",
     "other schema, quoted upper case": 'SELECT * FROM pg."{closed_upper}".payroll',
-    "other schema in a join": "SELECT * FROM pg.{open}.employee e JOIN pg.{closed}.payroll p USING (id)",
+    "other schema in a join": (
+        "SELECT * FROM pg.{open}.employee e JOIN pg.{closed}.payroll p USING (id)"
+    ),
     "a table that does not exist": "SELECT * FROM secret.{db}.no_such_table",
     "a source that does not exist": "SELECT * FROM nowhere.main.t",
 }
@@ -249,13 +273,15 @@ def test_the_tools_see_only_the_scope(world: World) -> None:
         with pytest.raises(SqlRefusedError) as caught:
             describe()
         assert caught.value.code == OUT_OF_SCOPE
-    assert world.secret.looked_up == [] and world.secret.rows_read() == 0
+    assert world.secret.looked_up == []
+    assert world.secret.rows_read() == 0
 
 
 def test_scopes_that_do_not_overlap_admit_nothing_not_everything(world: World) -> None:
     hr_only = SourceScope.parse(["pg"])
     secret_only = SourceScope.parse(["secret"])
-    assert hr_only is not None and secret_only is not None
+    assert hr_only is not None
+    assert secret_only is not None
     nothing = hr_only.narrowed(secret_only)
     assert nothing.sources == {}
     assert world.engine.tables(nothing) == []
@@ -272,10 +298,11 @@ def test_unknown_or_malformed_scopes_are_refused_naming_them(world: World) -> No
     assert unknown is not None
     with pytest.raises(ScopeError) as caught:
         unknown.validate(catalog)
-    assert "'nowhere'" in caught.value.message and "'elsewhere'" in caught.value.message
+    assert "'nowhere'" in caught.value.message
+    assert "'elsewhere'" in caught.value.message
     missing_schema = SourceScope.parse(["pg.no_such_schema"])
     assert missing_schema is not None
-    with pytest.raises(ScopeError, match="pg.no_such_schema"):
+    with pytest.raises(ScopeError, match=r"pg\.no_such_schema"):
         missing_schema.validate(catalog)
     for bad in ([""], ["pg."], [".x"], ["x"] * 300):
         with pytest.raises(ScopeError):
