@@ -194,6 +194,9 @@ ESCAPES = {
         "SELECT * FROM pg.{open}.employee e JOIN pg.{closed}.payroll p USING (id)"
     ),
     "a table that does not exist": "SELECT * FROM secret.{db}.no_such_table",
+    "after a missing table of the scope": (
+        "SELECT * FROM pg.{open}.no_such_table n JOIN secret.{db}.salaries s ON s.id = n.id"
+    ),
     "a source that does not exist": "SELECT * FROM nowhere.main.t",
 }
 

@@ -88,6 +88,11 @@ def plan_query(
     are registered as ``prefix`` + a number. SqlRefusedError for tables outside the catalog
     or outside the ``scope`` (``table_out_of_scope``), DataSourceError for missing tables."""
     nodes = _catalog_tables(tree)
+    if scope is not None:
+        # Every name first, before the catalog resolves any: a missing table of the scope
+        # must not be reported (with what its source has) ahead of the refusal of another.
+        for node in nodes:
+            scope.check_name([part.name for part in node.parts], catalog, line_of(node))
     refs: dict[TableRef, list[exp.Table]] = {}
     for node in nodes:
         refs.setdefault(_resolve(node, catalog, scope), []).append(node)
