@@ -238,6 +238,8 @@ CATALOGUE_READS = [
     "SELECT * FROM 'salaries.csv'",
     "SELECT * FROM salaries",
     "SELECT * FROM employee",
+    "SELECT * FROM pg.employee",
+    "SELECT * FROM pg.payroll",
     "SHOW TABLES",
     "DESCRIBE secret.{db}.salaries",
     "ATTACH 'host=127.0.0.1 dbname=test' AS other (TYPE postgres)",
@@ -254,7 +256,8 @@ def test_catalogue_reads_table_functions_and_attach_are_refused_and_name_no_othe
 ) -> None:
     error = world.refused(sql.format(db=world.db))
     text = error.message.lower()
-    assert "payroll" not in text
+    if "payroll" not in sql:  # the closed schema's table is never named unless written
+        assert "payroll" not in text
     assert world.closed not in text
     # A source the scope leaves out is never listed as a suggestion.
     if "secret" not in sql.lower():

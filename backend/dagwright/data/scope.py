@@ -123,7 +123,14 @@ class SourceScope:
             else:
                 # source.table names the source's only schema: it must be an admitted one.
                 available = catalog.schemas(source)
-                outside = len(available) == 1 and available[0].lower() not in schemas
+                if len(available) != 1:
+                    # The catalog's own refusal would list every schema, closed ones too.
+                    where = f" at line {line}" if line is not None else ""
+                    raise SqlRefusedError(
+                        f"table {shown}{where} names no schema: write"
+                        f" {source}.<schema>.{parts[1]} (this question may read {self})"
+                    )
+                outside = available[0].lower() not in schemas
         if outside:
             raise self.refusal(shown, line)
 
