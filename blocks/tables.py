@@ -25,12 +25,31 @@ if TYPE_CHECKING:
 
     from dagwright.data.connector import TableInfo
     from dagwright.data.engine import QueryEngine, QueryResult
+    from dagwright.data.scope import SourceScope
 
 Records = list[dict[str, Any]]
+SCOPE_HELP = (
+    "Only tables of these sources ('source', or 'source.schema' for one schema of it); "
+    "empty: every source. The engine refuses SQL naming any other table."
+)
 
 
 def _engine(ctx: NodeContext) -> QueryEngine:
     return ctx.service(TABLES).engine()
+
+
+def _scope(engine: QueryEngine, *lists: list[str] | None) -> SourceScope | None:
+    """The scope the lists allow together (a table must be in each non-empty one), checked
+    against the catalog: a source or schema it does not have is an error naming it."""
+    from dagwright.data.scope import SourceScope
+
+    scope: SourceScope | None = None
+    for index, entries in enumerate(lists):
+        given = SourceScope.parse(entries, field=f"sources ({'config' if index == 0 else 'input'})")
+        if given is not None:
+            given.validate(engine.catalog)
+            scope = given if scope is None else scope.narrowed(given)
+    return scope
 
 
 def _records(table: pa.Table) -> Records:
@@ -67,6 +86,7 @@ class SqlQueryConfig(BaseModel):
 
     max_rows: int = Field(1000, ge=1, le=100_000, description="Return at most this many rows.")
     timeout_s: float = Field(30, gt=0, le=600, description="Stop the query after this long.")
+    sources: list[str] = Field(default_factory=list, description=SCOPE_HELP)
     errors_as_output: bool = Field(
         False,
         description="On a refused or failed query, give its message on the `error` port (and "
@@ -92,17 +112,24 @@ def _query_output(result: QueryResult) -> QueryOutput:
     example="SELECT e.name, s.bonus FROM hr.main.employee e JOIN files.main.salary s ... -> rows",
     needs=(TABLES,),
 )
-async def sql_query(config: SqlQueryConfig, ctx: NodeContext, sql: str) -> QueryOutput:
+async def sql_query(
+    config: SqlQueryConfig, ctx: NodeContext, sql: str, sources: list[str] | None = None
+) -> QueryOutput:
     """Runs a single SELECT (or WITH) on the query engine, where every registered table is
     `source.schema.table`, so one query may join tables of several systems. Only read-only
     SQL is accepted; each source is asked only for the columns and rows the query needs.
     `truncated` is true when there were more rows than `max_rows` (the rows are then not the
-    whole answer); `sql` is the statement as the engine ran it."""
+    whole answer); `sql` is the statement as the engine ran it. The `sources` setting and
+    input (e.g. a TQA dataset's) scope the query: SQL naming a table outside both is refused
+    (`table_out_of_scope`) before anything is read."""
     engine = _engine(ctx)
+
+    def run() -> QueryResult:
+        scope = _scope(engine, config.sources, sources)
+        return engine.query(sql, max_rows=config.max_rows, timeout_s=config.timeout_s, scope=scope)
+
     try:
-        result = await asyncio.to_thread(
-            engine.query, sql, max_rows=config.max_rows, timeout_s=config.timeout_s
-        )
+        result = await asyncio.to_thread(run)
     except DataError as exc:
         if not config.errors_as_output:
             raise
@@ -158,14 +185,18 @@ class DescribeConfig(BaseModel):
     max_values: int = Field(3, ge=0, le=20, description="Value examples per column.")
 
 
-def _samples(engine: QueryEngine, names: list[str], rows: int) -> dict[str, pa.Table]:
+def _samples(
+    engine: QueryEngine, names: list[str], rows: int, scope: SourceScope | None = None
+) -> dict[str, pa.Table]:
     if rows == 0:
         return {}
-    return {name: engine.sample(name, rows).table for name in names}
+    return {name: engine.sample(name, rows, scope=scope).table for name in names}
 
 
-def _infos(engine: QueryEngine, names: list[str]) -> list[TableInfo]:
-    return [engine.table_info(name) for name in names]
+def _infos(
+    engine: QueryEngine, names: list[str], scope: SourceScope | None = None
+) -> list[TableInfo]:
+    return [engine.table_info(name, scope) for name in names]
 
 
 @block(
@@ -175,20 +206,24 @@ def _infos(engine: QueryEngine, names: list[str]) -> list[TableInfo]:
     example="tables [hr.main.employee] -> '# Table: hr.main.employee\\n[\\n  (id, id. Value ...'",
     needs=(TABLES,),
 )
-async def describe_tables(config: DescribeConfig, ctx: NodeContext) -> str:
+async def describe_tables(
+    config: DescribeConfig, ctx: NodeContext, sources: list[str] | None = None
+) -> str:
     """Renders the tables in MAC-SQL's format: each column with its comment and a few value
     examples read from the table, then the foreign keys between the tables. Tables are named
     as the SQL must name them (source.schema.table). Wide tables are cut to `max_columns`
-    with a note of how many more there are."""
+    with a note of how many more there are. The `sources` input scopes them: a table outside
+    it is refused (`table_out_of_scope`)."""
     from dagwright.data.serialize import mac_sql_schema
 
     engine = _engine(ctx)
 
     def render() -> str:
-        names = config.tables or [str(ref) for ref in engine.tables()]
-        infos = _infos(engine, names)
+        scope = _scope(engine, sources)
+        names = config.tables or [str(ref) for ref in engine.tables(scope)]
+        infos = _infos(engine, names, scope)
         qualified = [str(engine.catalog.resolve(name.split("."))) for name in names]
-        samples = _samples(engine, qualified, config.sample_rows)
+        samples = _samples(engine, qualified, config.sample_rows, scope)
         return mac_sql_schema(
             infos,
             samples,
@@ -215,12 +250,18 @@ class SampleConfig(BaseModel):
     example="table hr.main.employee, rows 2 -> [{id: 1, name: 'Lucy'}, {id: 2, name: 'Tom'}]",
     needs=(TABLES,),
 )
-async def sample_rows(config: SampleConfig, ctx: NodeContext) -> Records:
-    """Reads the first `rows` rows of the table (only the `columns` given, when any)."""
+async def sample_rows(
+    config: SampleConfig, ctx: NodeContext, sources: list[str] | None = None
+) -> Records:
+    """Reads the first `rows` rows of the table (only the `columns` given, when any); a
+    table outside the `sources` input's scope is refused (`table_out_of_scope`)."""
     engine = _engine(ctx)
-    result = await asyncio.to_thread(
-        engine.sample, config.table, config.rows, config.columns or None
-    )
+
+    def read() -> QueryResult:
+        scope = _scope(engine, sources)
+        return engine.sample(config.table, config.rows, config.columns or None, scope)
+
+    result = await asyncio.to_thread(read)
     return result.records()
 
 
@@ -234,9 +275,7 @@ class SchemaLookupConfig(BaseModel):
 
     top_tables: int = Field(5, ge=1, le=50, description="Tables picked (joins may add more).")
     top_columns: int = Field(12, ge=1, le=200, description="Columns shown per picked table.")
-    sources: list[str] = Field(
-        default_factory=list, description="Only tables of these sources; empty: every source."
-    )
+    sources: list[str] = Field(default_factory=list, description=SCOPE_HELP)
     sample_rows: int = Field(20, ge=0, le=1000, description="Rows read per table for values.")
     embedder: str | None = Field(
         None,
@@ -268,12 +307,8 @@ async def schema_lookup(
     engine = _engine(ctx)
 
     def gather() -> tuple[list[str], list[TableInfo], dict[str, pa.Table]]:
-        refs = [
-            ref
-            for ref in engine.tables()
-            if all(not allowed or ref.source in allowed for allowed in (config.sources, sources))
-        ]
-        names = [str(ref) for ref in refs]
+        scope = _scope(engine, config.sources, sources)
+        names = [str(ref) for ref in engine.tables(scope)]
         return names, _infos(engine, names), _samples(engine, names, config.sample_rows)
 
     names, infos, samples = await asyncio.to_thread(gather)

@@ -25,6 +25,12 @@ class AskConfig(BaseModel):
         None, description="The TQA dataset (profile): its SOP, examples and hints."
     )
     sop: str = Field("", description="Added to the dataset's standard operating procedure.")
+    sources: list[str] = Field(
+        default_factory=list,
+        description="The data sources the question may use ('source', or 'source.schema' for "
+        "one schema of it); the SQL engine refuses any other table. Empty: the dataset's "
+        "sources (none: every source). The `sources` input narrows it further.",
+    )
     answer_format: str | None = Field(
         None, description="A format to fill (Jinja2 over the answer's fields)."
     )
@@ -45,12 +51,19 @@ class AskOutput(TypedDict):
     example="'What is the year-end bonus for Tom?' -> answer 1569, with the SQL and rows",
     needs=(AUTOTQA,),
 )
-async def autotqa_ask(config: AskConfig, ctx: NodeContext, question: str) -> AskOutput:
+async def autotqa_ask(
+    config: AskConfig, ctx: NodeContext, question: str, sources: list[str] | None = None
+) -> AskOutput:
     """Runs a whole AutoTQA conversation (Planner, Engineer, Executor, Critic under the
     chosen scheduler) and returns its answer, the answer as text, how it ended (`completed`,
     `round_limit`, `failed`: only `completed` carries an answer), the conversation's id (GET
-    /api/v1/tqa/conversations/{id} shows every turn) and the evidence (SQL and rows)."""
-    done = await ctx.service(AUTOTQA).ask_question({"question": question, **config.model_dump()})
+    /api/v1/tqa/conversations/{id} shows every turn) and the evidence (SQL and rows). The
+    question reads only the tables of its scope: the `sources` setting, narrowed by the
+    `sources` input (a source outside the setting is an error naming it); unknown sources
+    are an error too."""
+    scope = _ask_scope(config.sources, sources)
+    request = {"question": question, **config.model_dump(), "sources": scope}
+    done = await ctx.service(AUTOTQA).ask_question(request)
     answer = done.get("answer") or {}
     error = done.get("error") or {}
     return {
@@ -60,6 +73,26 @@ async def autotqa_ask(config: AskConfig, ctx: NodeContext, question: str) -> Ask
         "conversation_id": str(done.get("id")),
         "evidence": list(answer.get("evidence") or []),
     }
+
+
+def _ask_scope(configured: list[str], given: list[str] | None) -> list[str] | None:
+    """The question's scope: the setting's, narrowed by the input's (None: the dataset's)."""
+    from dagwright.data.scope import ScopeError, SourceScope
+
+    allowed = SourceScope.parse(configured, field="sources (config)")
+    asked = SourceScope.parse(given, field="sources (input)")
+    if allowed is None or asked is None:
+        chosen = allowed or asked
+        return None if chosen is None else chosen.entries
+    outside = [
+        entry for entry in asked.entries if not allowed.narrowed(SourceScope.parse([entry])).sources
+    ]
+    if outside:
+        raise ScopeError(
+            f"sources (input): {', '.join(outside)} lie outside this node's sources ({allowed})"
+        )
+    narrowed = allowed.narrowed(asked)
+    return narrowed.entries
 
 
 class ExecuteOutput(TypedDict):

@@ -633,9 +633,107 @@ def test_a_datasets_sources_limit_the_tables_the_tools_see(api: Api) -> None:
     assert any(t.startswith("payroll.") for t in tables_the_tool_saw(api))
     assert unlimited["status"] == "completed", unlimited
 
-    limited = ask(api, TOM, dataset="hr-only")
+    limited = ask(api, TOM, dataset="hr-only", max_rounds=4)
     seen = tables_the_tool_saw(api)
     assert seen
     assert all(t.startswith("hr.") for t in seen)
     [call] = [t["tool_call"] for t in limited["turns"] if t["tool_call"]]
     assert call["input"]["sources"] == ["hr"]
+    # The engine itself refuses the join with payroll (before issue 30 it ran: only the
+    # schema lookup was limited), and the Engineer reads why.
+    assert_out_of_scope(call, "payroll.main.salary")
+    assert limited["status"] != "completed"
+
+
+def assert_out_of_scope(call: dict[str, Any], table: str) -> None:
+    assert "JOIN payroll.main.salary" in call["sql"]
+    assert call["rows"] == []
+    assert call["error"]["code"] == "table_out_of_scope", call["error"]
+    assert f"table {table} at line 1 is outside this question's scope" in call["error"]["message"]
+
+
+def test_a_question_limited_to_one_source_cannot_read_another(api: Api) -> None:
+    limited = ask(api, TOM, sources=["hr"], max_rounds=4)
+    assert [t["agent"] for t in limited["turns"]][:4] == ["User", "Planner", "Engineer", "Executor"]
+    call = limited["turns"][3]["tool_call"]
+    assert call["input"]["sources"] == ["hr"]
+    assert_out_of_scope(call, "payroll.main.salary")
+    assert all(t.startswith("hr.") for t in tables_the_tool_saw(api))
+    assert limited["sources"] == ["hr"]
+    # A schema of a source: the same scope, written out.
+    schema = ask(api, TOM, sources=["hr.main"], max_rounds=4)
+    assert_out_of_scope(schema["turns"][3]["tool_call"], "payroll.main.salary")
+    # The question's own sources replace its dataset's: both sources, the join runs.
+    api.http.post("/api/v1/tqa/datasets", json={"name": "hr-only-2", "sources": ["hr"]})
+    both = ask(api, TOM, dataset="hr-only-2", sources=["hr", "payroll"])
+    assert both["status"] == "completed", both
+    assert both["answer"]["value"] == 1569
+
+
+def test_unknown_sources_are_refused_naming_them(api: Api) -> None:
+    for body, named in (
+        ({"question": TOM, "sources": ["hr", "nowhere"]}, "'nowhere'"),
+        ({"question": TOM, "sources": ["hr.no_schema"]}, "'hr.no_schema'"),
+        ({"question": TOM, "sources": ["hr"], "async": True}, None),
+    ):
+        response = api.http.post("/api/v1/tqa/ask", json=body)
+        if named is None:
+            assert response.status_code == 202, response.text
+            continue
+        assert response.status_code == 422, response.text
+        error = response.json()["error"]
+        assert (error["code"], named in error["message"]) == ("invalid_scope", True), error
+    malformed = api.http.post("/api/v1/tqa/ask", json={"question": TOM, "sources": ["hr."]})
+    assert malformed.status_code == 422
+    assert "hr." in malformed.json()["error"]["message"]
+    dataset = api.http.post(
+        "/api/v1/tqa/datasets", json={"name": "ds-nowhere", "sources": ["nowhere"]}
+    )
+    assert dataset.status_code == 422, dataset.text
+    assert "'nowhere'" in dataset.json()["error"]["message"]
+    assert api.http.get("/api/v1/tqa/datasets/ds-nowhere").status_code == 404
+    asked_async = api.http.post(
+        "/api/v1/tqa/ask", json={"question": TOM, "sources": ["nowhere"], "async": True}
+    )
+    assert asked_async.status_code == 422, asked_async.text
+
+
+def test_the_autotqa_block_takes_a_scope(api: Api) -> None:
+    asker = flow(
+        [
+            node("question", "text_input", name="question"),
+            node("sources", "json_input", name="sources", default=[]),
+            node("ask", "autotqa_ask", scheduler="fsm", max_rounds=6, sources=["hr", "payroll"]),
+            node("status", "output", name="status"),
+            node("answer", "output", name="answer"),
+            node("conversation", "output", name="conversation"),
+        ],
+        [
+            edge("question", "ask.question"),
+            edge("sources", "ask.sources"),
+            edge("ask.status", "status"),
+            edge("ask.answer", "answer"),
+            edge("ask.conversation_id", "conversation"),
+        ],
+    )
+    key = api.published_app("scoped-asker", asker)
+    whole = api.run("scoped-asker", key, {"question": TOM})
+    assert whole.status_code == 200, whole.text
+    assert whole.json()["outputs"]["answer"] == 1569
+    # The input narrows the node's scope: hr alone cannot join payroll.
+    narrowed = api.run("scoped-asker", key, {"question": TOM, "sources": ["hr"]})
+    assert narrowed.status_code == 200, narrowed.text
+    outputs = narrowed.json()["outputs"]
+    assert outputs["status"] != "completed"
+    stored = api.http.get(f"/api/v1/tqa/conversations/{outputs['conversation']}").json()
+    assert stored["sources"] == ["hr"]
+    assert_out_of_scope(stored["turns"][3]["tool_call"], "payroll.main.salary")
+    # ...and cannot widen it.
+    wider = api.run("scoped-asker", key, {"question": TOM, "sources": ["hr", "other"]})
+    failed = wider.json()
+    assert failed["status"] == "failed", failed
+    assert (failed["error"]["code"], failed["error"]["node"]) == ("invalid_scope", "ask")
+    assert "other lie outside this node's sources (hr, payroll)" in failed["error"]["message"]
+    unknown = api.run("scoped-asker", key, {"question": TOM, "sources": ["payroll.nope"]})
+    assert unknown.json()["error"]["code"] == "invalid_scope"
+    assert "'payroll.nope'" in unknown.json()["error"]["message"]

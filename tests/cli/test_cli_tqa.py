@@ -171,3 +171,29 @@ def test_a_dataset_persists_across_processes_and_its_lessons_are_reviewed(
     assert runner.invoke(app, ["tqa", "hints", "drop", hint_id]).exit_code == 0
     dropped = runner.invoke(app, ["tqa", "hints", "list", "fig", "--status", "dropped"])
     assert hint_id in dropped.output
+
+
+def test_ask_limited_to_one_source_gets_the_engines_refusal(scripted_home: Path) -> None:
+    tom = "What is the year-end bonus for Tom?"
+    limited = runner.invoke(
+        app, ["tqa", "ask", tom, "--source", "hr", "--max-rounds", "3", "--json"]
+    )
+    assert limited.exit_code == 1, limited.output  # no answer: the join cannot run
+    conversation = json.loads(limited.output)
+    assert conversation["sources"] == ["hr"]
+    call = conversation["turns"][3]["tool_call"]
+    assert call["input"]["sources"] == ["hr"]
+    assert "JOIN payroll.main.salary" in call["sql"]
+    assert call["error"]["code"] == "table_out_of_scope"
+    assert "table payroll.main.salary at line 1 is outside" in call["error"]["message"]
+    # Repeated, the option names every source the question may use: the join runs.
+    both = runner.invoke(app, ["tqa", "ask", tom, "--source", "hr", "--source", "payroll"])
+    assert both.exit_code == 0, both.output
+    assert "1569" in both.output
+    unknown = runner.invoke(app, ["tqa", "ask", tom, "--source", "nowhere"])
+    assert unknown.exit_code == 2
+    assert "invalid_scope" in unknown.output
+    assert "'nowhere'" in unknown.output
+    malformed = runner.invoke(app, ["tqa", "ask", tom, "--source", "hr."])
+    assert malformed.exit_code == 2
+    assert "'hr.'" in malformed.output

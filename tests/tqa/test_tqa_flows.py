@@ -40,3 +40,18 @@ def test_the_python_tool_takes_a_task_and_writes_its_own_code() -> None:
     plan = next(n for n in flow["nodes"] if n["id"] == "plan")
     assert (plan["block"], plan["config"]["default"]) == ("json_input", {})
     assert any(n["block"] == "schema_lookup" for n in flow["nodes"])
+
+
+@pytest.mark.parametrize("file", ["text_to_sql.json", "python_on_tables.json"])
+def test_the_tools_sql_runs_under_the_sources_they_are_given(file: str) -> None:
+    """The `sources` input (the question's scope, which the Engineer cannot widen:
+    tqa/executor.py) reaches the SQL node as well as the schema lookup, so the engine
+    refuses tables outside it (data/scope.py), not only the lookup's view."""
+    flow = load_flow(file)
+    fed = {
+        (edge["target"]["node"], edge["target"]["port"])
+        for edge in flow["edges"]
+        if edge["source"]["node"] == "sources"
+    }
+    query = next(n["id"] for n in flow["nodes"] if n["block"] == "sql_query")
+    assert fed == {("schema", "sources"), (query, "sources")}

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from dagwright.data.connectors.common import SourcePaths
+from dagwright.data.scope import SourceScope
 from dagwright.errors import DagwrightError
 from dagwright.secrets import EnvSecrets
 from dagwright.services.data_sources import demo_sources, engine_over, fixed_sources
@@ -211,6 +212,28 @@ def test_hints_checked_against_the_data(figure1: TableAccess) -> None:
         "payroll.main.salary has the columns: ID, Bonus"
     ]
     assert error_hints(engine, wrong, "query_timeout") == []
+
+
+def test_hints_read_only_the_questions_scope(figure1: TableAccess) -> None:
+    """The hints read the data themselves: under a scope of hr they must not describe the
+    payroll table the engine refused, nor list its tables, nor sample its values."""
+    engine = figure1.engine()
+    hr = SourceScope.parse(["hr"])
+    wrong = "SELECT s.YearEndBonus FROM hr.main.Nope e JOIN payroll.main.salary s ON s.ID = e.ID"
+    unscoped = error_hints(engine, wrong, "table hr.main.Nope does not exist")
+    assert "payroll.main.salary has the columns: ID, Bonus" in unscoped
+    scoped = error_hints(engine, wrong, "table hr.main.Nope does not exist", hr)
+    assert scoped
+    assert not [hint for hint in scoped if "payroll" in hint], scoped
+    probe = (
+        "SELECT * FROM payroll.main.salary s JOIN hr.main.Employee e USING (ID) WHERE Name = 'tom'"
+    )
+    assert empty_result_hints(engine, probe, 5, hr) == [
+        "values are case-sensitive: Name in hr.main.Employee has 'Tom', not 'tom'"
+    ]
+    bonus = "SELECT * FROM payroll.main.salary WHERE Bonus = '156'"
+    assert empty_result_hints(engine, bonus) != []  # unscoped, payroll's values are read
+    assert empty_result_hints(engine, bonus, 5, hr) == []
 
 
 async def test_an_empty_result_brings_hints_to_the_engineer(figure1: TableAccess) -> None:

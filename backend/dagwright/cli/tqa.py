@@ -176,6 +176,14 @@ def ask(
     dataset: Annotated[
         str | None, typer.Option(help="The TQA dataset: its SOP, examples and hints.")
     ] = None,
+    source: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--source",
+            help="A data source the question may use ('source' or 'source.schema'; repeat it"
+            " for several): the SQL engine refuses any other table. None: the dataset's.",
+        ),
+    ] = None,
     sop: Annotated[str, typer.Option(help="Added to the dataset's SOP.")] = "",
     answer_format: Annotated[str | None, typer.Option(help="A format to fill.")] = None,
     as_json: Annotated[
@@ -198,6 +206,7 @@ def ask(
             scheduler=scheduler,
             max_rounds=max_rounds,
             dataset=dataset,
+            sources=source or None,
             sop=sop,
             answer_format=answer_format,
         )
@@ -206,7 +215,8 @@ def ask(
         raise typer.Exit(2) from None
 
     if server is not None:
-        _finish(_ask_server(server, token, request.model_dump(), as_json), as_json)
+        body = request.model_dump(exclude_none=True)
+        _finish(_ask_server(server, token, body, as_json), as_json)
         return
 
     def show(turn: Turn) -> None:

@@ -54,6 +54,7 @@ from dagwright.data.connector import TableInfo
 from dagwright.data.limits import QueryLimits
 from dagwright.data.planner import Plan, plan_query
 from dagwright.data.safety import DIALECT, check_sql
+from dagwright.data.scope import SourceScope
 from dagwright.data.streams import SourceStream
 from dagwright.errors import DataError, DataSourceError, QueryError, SqlRefusedError
 
@@ -178,11 +179,18 @@ class QueryEngine:
         self._connection.close()
 
     def query(
-        self, sql: str, *, max_rows: int | None = None, timeout_s: float | None = None
+        self,
+        sql: str,
+        *,
+        max_rows: int | None = None,
+        timeout_s: float | None = None,
+        scope: SourceScope | None = None,
     ) -> QueryResult:
         """Runs one read-only query. At most ``max_rows`` rows come back; more is not an
-        error: ``truncated`` says so. SqlRefusedError (``sql_refused``, ``sql_too_large``,
-        ``sql_too_deep``), DataSourceError or QueryError (``query_failed``,
+        error: ``truncated`` says so. Under a ``scope`` every table the query names must lie
+        in it (``table_out_of_scope``, before anything is read). SqlRefusedError
+        (``sql_refused``, ``sql_too_large``, ``sql_too_deep``, ``table_out_of_scope``),
+        DataSourceError or QueryError (``query_failed``,
         ``query_timeout``, ``query_memory``, ``query_result_too_large``, ``query_busy``)
         otherwise."""
         started = time.monotonic()
@@ -195,7 +203,7 @@ class QueryEngine:
         # Checking and planning are Python (sqlglot) and the sources' metadata: on a thread
         # of their own, so the deadline holds for them too.
         plan, streams, executed_sql = _bounded(
-            lambda: self._prepare(sql, prefix, deadline, row_limit),
+            lambda: self._prepare(sql, prefix, deadline, row_limit, scope),
             deadline,
             limit_s,
             discard=lambda prepared: _close_streams(prepared[1]),
@@ -234,38 +242,52 @@ class QueryEngine:
             reads,
         )
 
-    def tables(self) -> list[TableRef]:
-        """Every table of every source."""
+    def tables(self, scope: SourceScope | None = None) -> list[TableRef]:
+        """Every table of every source (of the scope's sources and schemas only)."""
+        if scope is not None:
+            return scope.tables(self.catalog)
         return self.catalog.table_refs()
 
-    def table_info(self, qualified: str) -> TableInfo:
-        """The metadata of ``source.schema.table`` (or ``source.table``)."""
-        return self.catalog.table_info(self._resolve(qualified))
+    def table_info(self, qualified: str, scope: SourceScope | None = None) -> TableInfo:
+        """The metadata of ``source.schema.table`` (or ``source.table``); under a scope,
+        SqlRefusedError (``table_out_of_scope``) for a table outside it."""
+        return self.catalog.table_info(self._resolve(qualified, scope))
 
     def sample(
-        self, qualified: str, n: int = 5, columns: Sequence[str] | None = None
+        self,
+        qualified: str,
+        n: int = 5,
+        columns: Sequence[str] | None = None,
+        scope: SourceScope | None = None,
     ) -> QueryResult:
-        """The first ``n`` rows of a table (of some of its columns)."""
-        ref = self._resolve(qualified)
+        """The first ``n`` rows of a table (of some of its columns), within the scope."""
+        ref = self._resolve(qualified, scope)
         info = self.catalog.table_info(ref)
         try:
             chosen = [info.column(name).name for name in columns or ()]
         except KeyError as exc:
             raise QueryError(f"{ref}: {exc.args[0]}", code="query_failed") from exc
         select = ", ".join(exp.to_identifier(name, quoted=True).sql(DIALECT) for name in chosen)
-        return self.query(f"SELECT {select or '*'} FROM {ref.sql} LIMIT {int(n)}", max_rows=n)
+        return self.query(
+            f"SELECT {select or '*'} FROM {ref.sql} LIMIT {int(n)}", max_rows=n, scope=scope
+        )
 
-    def _resolve(self, qualified: str) -> TableRef:
+    def _resolve(self, qualified: str, scope: SourceScope | None = None) -> TableRef:
         try:
             parts = [part.name for part in exp.to_table(qualified, dialect=DIALECT).parts]
-            return self.catalog.resolve(parts)
+            if scope is not None:  # before the catalog is asked: its errors list names
+                scope.check_name(parts, self.catalog)
+            ref = self.catalog.resolve(parts)
+            if scope is not None:
+                scope.check(ref)
+            return ref
         except (ValueError, ParseError, TokenError) as exc:  # TokenError: an unclosed quote
             raise DataSourceError(
                 f"{qualified!r} is not a table of the catalog: {exc}", code="table_not_found"
             ) from exc
 
     def _prepare(
-        self, sql: str, prefix: str, deadline: float, row_limit: int
+        self, sql: str, prefix: str, deadline: float, row_limit: int, scope: SourceScope | None
     ) -> tuple[Plan, list[SourceStream], str]:
         """The checked and planned query, a stream per scan (metadata and splits come from
         the sources) and the SQL DuckDB will run."""
@@ -273,7 +295,7 @@ class QueryEngine:
             sql, max_bytes=self.limits.max_sql_bytes, max_depth=self.limits.max_sql_depth
         )
         try:
-            plan = plan_query(tree, self.catalog, prefix)
+            plan = plan_query(tree, self.catalog, prefix, scope)
             _limit(plan, row_limit + 1)
             executed_sql = plan.tree.sql(dialect=DIALECT)
         except RecursionError as exc:  # a tree the parser took but the planner cannot walk

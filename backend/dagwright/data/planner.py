@@ -36,6 +36,7 @@ from sqlglot.optimizer.scope import Scope, traverse_scope
 from dagwright.data.catalog import Catalog, TableRef
 from dagwright.data.connector import Filter, FilterOp, TableInfo
 from dagwright.data.safety import DIALECT, line_of
+from dagwright.data.scope import SourceScope
 from dagwright.errors import SqlRefusedError
 
 COMPARISONS: dict[type[exp.Expr], FilterOp] = {
@@ -80,14 +81,21 @@ class Plan:
     scans: list[Scan]
 
 
-def plan_query(tree: exp.Query, catalog: Catalog, prefix: str) -> Plan:
+def plan_query(
+    tree: exp.Query, catalog: Catalog, prefix: str, scope: SourceScope | None = None
+) -> Plan:
     """The plan of a query that passed ``check_sql``. ``tree`` is rewritten in place; scans
-    are registered as ``prefix`` + a number. SqlRefusedError for tables outside the catalog,
-    DataSourceError for missing tables."""
+    are registered as ``prefix`` + a number. SqlRefusedError for tables outside the catalog
+    or outside the ``scope`` (``table_out_of_scope``), DataSourceError for missing tables."""
     nodes = _catalog_tables(tree)
+    if scope is not None:
+        # Every name first, before the catalog resolves any: a missing table of the scope
+        # must not be reported (with what its source has) ahead of the refusal of another.
+        for node in nodes:
+            scope.check_name([part.name for part in node.parts], catalog, line_of(node))
     refs: dict[TableRef, list[exp.Table]] = {}
     for node in nodes:
-        refs.setdefault(_resolve(node, catalog), []).append(node)
+        refs.setdefault(_resolve(node, catalog, scope), []).append(node)
     recursive = any(with_.args.get("recursive") for with_ in tree.find_all(exp.With))
     names = {ref: f"{prefix}{index}" for index, ref in enumerate(refs, 1)}
     infos = {ref: catalog.table_info(ref) for ref in refs}
@@ -159,10 +167,14 @@ def _catalog_tables(tree: exp.Query) -> list[exp.Table]:
     return found
 
 
-def _resolve(node: exp.Table, catalog: Catalog) -> TableRef:
+def _resolve(node: exp.Table, catalog: Catalog, scope: SourceScope | None) -> TableRef:
     parts = [part.name for part in node.parts]
+    if scope is not None:
+        # Checked on the name as written, before the catalog is asked: a refused table is
+        # never looked up, so the refusal cannot tell whether it exists.
+        scope.check_name(parts, catalog, line_of(node))
     try:
-        return catalog.resolve(parts)
+        ref = catalog.resolve(parts)
     except ValueError as exc:
         shown = ".".join(parts)
         hint = (
@@ -173,6 +185,9 @@ def _resolve(node: exp.Table, catalog: Catalog) -> TableRef:
         raise SqlRefusedError(
             f"table {shown} at line {line_of(node)} is not in the catalog{hint}: {exc}"
         ) from exc
+    if scope is not None:
+        scope.check(ref, line_of(node))
+    return ref
 
 
 def _rename(tree: exp.Query, node: exp.Table, name: str) -> None:

@@ -8,8 +8,9 @@ from dataclasses import dataclass, field, fields
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from dagwright.data.scope import MAX_SCOPE_ENTRIES, ScopeError, SourceScope
 from dagwright.tqa.failures import Failure
 from dagwright.tqa.knowledge import Knowledge
 
@@ -50,6 +51,13 @@ class AskRequest(BaseModel):
         description="The TQA dataset (profile): its SOP, few-shot example namespaces and "
         "hints. A name without a profile has only its hints.",
     )
+    sources: list[str] | None = Field(
+        None,
+        max_length=MAX_SCOPE_ENTRIES,
+        description="The data sources the question may use: 'source', or 'source.schema' for "
+        "one schema of it. The SQL engine refuses any other table. None or empty: the "
+        "dataset's sources (no dataset, or one without sources: every source).",
+    )
     scheduler: SchedulerName = "fsm"
     max_rounds: int = Field(
         50, ge=1, le=100, description="Agent turns before giving up (the paper's 50)."
@@ -62,6 +70,15 @@ class AskRequest(BaseModel):
     )
     tool_timeout_s: float = Field(60, gt=0, le=3600, description="Per tool call.")
     agent_timeout_s: float = Field(120, gt=0, le=3600, description="Per agent turn.")
+
+    @field_validator("sources")
+    @classmethod
+    def _scope_entries(cls, value: list[str] | None) -> list[str] | None:
+        try:
+            scope = SourceScope.parse(value)
+        except ScopeError as exc:
+            raise ValueError(exc.message) from exc
+        return None if scope is None else scope.entries
 
 
 @dataclass(slots=True)
@@ -260,6 +277,8 @@ class Conversation:
             "scheduler": self.request.scheduler,
             "max_rounds": self.request.max_rounds,
             "answer_format": self.request.answer_format,
+            # The scope its tools and SQL ran under (the question's, else its dataset's).
+            "sources": list(self.knowledge.sources),
             "status": self.status,
             "rounds": self.rounds,
             "answer": self.answer,

@@ -26,6 +26,7 @@ from dagwright.store.tqa_hints import HintRepository
 
 if TYPE_CHECKING:
     from dagwright.data.engine import QueryEngine
+    from dagwright.data.scope import SourceScope
 
 GENERAL_HINTS = (
     "String values are case-sensitive: compare with the spelling stored in the table (or use "
@@ -198,9 +199,11 @@ def _literal(value: str) -> str:
     return "'" + value.replace("'", "''") + "'"
 
 
-def empty_result_hints(engine: QueryEngine, sql: str, limit: int = 5) -> list[str]:
+def empty_result_hints(
+    engine: QueryEngine, sql: str, limit: int = 5, scope: SourceScope | None = None
+) -> list[str]:
     """For each text filter of `sql`, the values that match it case-insensitively but not
-    exactly: what the query probably meant."""
+    exactly: what the query probably meant (read within the question's `scope`)."""
     try:
         tables, filters = _tables_and_filters(sql)
     except Exception:  # sqlglot's errors: no hint rather than a failure
@@ -219,7 +222,9 @@ def empty_result_hints(engine: QueryEngine, sql: str, limit: int = 5) -> list[st
             try:
                 found = [
                     str(row["v"])
-                    for row in engine.query(probe, max_rows=limit, timeout_s=10).records()
+                    for row in engine.query(
+                        probe, max_rows=limit, timeout_s=10, scope=scope
+                    ).records()
                 ]
             except DagwrightError:
                 continue  # the column is not in this table
@@ -242,8 +247,11 @@ _MISSING = re.compile(
 )
 
 
-def error_hints(engine: QueryEngine, sql: str | None, message: str) -> list[str]:
-    """For an unknown column or table, the columns of the tables the SQL names."""
+def error_hints(
+    engine: QueryEngine, sql: str | None, message: str, scope: SourceScope | None = None
+) -> list[str]:
+    """For an unknown column or table, the columns of the tables the SQL names (those of
+    the question's `scope`; a table outside it gets no hint)."""
     if not sql or not _MISSING.search(message):
         return []
     try:
@@ -253,9 +261,11 @@ def error_hints(engine: QueryEngine, sql: str | None, message: str) -> list[str]
     hints: list[str] = []
     for table in dict.fromkeys(tables.values()):
         try:
-            info = engine.table_info(table)
-        except DagwrightError:
-            known = ", ".join([str(t) for t in engine.tables()][:40])
+            info = engine.table_info(table, scope)
+        except DagwrightError as exc:
+            if exc.code == "table_out_of_scope":
+                continue
+            known = ", ".join([str(t) for t in engine.tables(scope)][:40])
             hints.append(f"there is no table {table}; the tables are: {known}")
             continue
         columns = ", ".join(column.name for column in info.columns)

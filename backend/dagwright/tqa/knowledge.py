@@ -45,7 +45,7 @@ class KnowledgeSource:
     examples) and learns nothing."""
 
     async def gather(self, request: AskRequest) -> Knowledge:
-        return Knowledge(sop=request.sop)
+        return Knowledge(sop=request.sop, sources=list(request.sources or []))
 
     async def examples(self, knowledge: Knowledge, role: str, query: str) -> str:
         """The examples of `role` most like `query`, rendered for its prompt ("" if none)."""
@@ -90,7 +90,7 @@ class StoredKnowledge(KnowledgeSource):
 
     async def gather(self, request: AskRequest) -> Knowledge:
         if not request.dataset:
-            return Knowledge(sop=request.sop)
+            return Knowledge(sop=request.sop, sources=list(request.sources or []))
         profile = await asyncio.to_thread(self._profiles.find, request.dataset)
         stored = await asyncio.to_thread(self._hints.list, request.dataset)
         manual = [h.text for h in stored if h.source == "manual" and h.status == "confirmed"]
@@ -115,7 +115,8 @@ class StoredKnowledge(KnowledgeSource):
         return Knowledge(
             sop=sop,
             hints=hints,
-            sources=list(profile.sources) if profile else [],
+            # The question's own scope, else its dataset's (tools and engine: data/scope.py).
+            sources=list(request.sources or (profile.sources if profile else [])),
             profile=record,
             namespaces=dict(profile.namespaces) if profile else {},
             examples_k=profile.examples_k if profile else 0,

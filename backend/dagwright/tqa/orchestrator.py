@@ -30,6 +30,7 @@ from collections.abc import Awaitable, Callable, Mapping, Sequence
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
+from dagwright.data.scope import SourceScope
 from dagwright.errors import DagwrightError
 from dagwright.tqa.agents import AGENT_APPS, AgentCaller, AgentCallError
 from dagwright.tqa.answers import build_answer
@@ -476,12 +477,15 @@ class Orchestrator:
         found: list[str] = []
         if self._tables is not None and call.sql:
             engine = await asyncio.to_thread(self._tables.engine)
+            # The hints read the data too: under the question's scope, or they would describe
+            # (and sample values of) the very tables the engine refused.
+            scope = SourceScope.parse(state.conversation.knowledge.sources)
             if call.error is not None:
                 found = await asyncio.to_thread(
-                    error_hints, engine, call.sql, call.error["message"]
+                    error_hints, engine, call.sql, call.error["message"], scope
                 )
             else:
-                found = await asyncio.to_thread(empty_result_hints, engine, call.sql)
+                found = await asyncio.to_thread(empty_result_hints, engine, call.sql, 5, scope)
         general = [h for h in GENERAL_HINTS if call.empty or call.error is not None]
         return list(dict.fromkeys([*found, *state.stored_hints, *general]))
 

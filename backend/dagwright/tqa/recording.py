@@ -42,6 +42,7 @@ def _summary(row: TqaConversation) -> dict[str, Any]:
         "scheduler": row.scheduler,
         "max_rounds": row.max_rounds,
         "answer_format": row.answer_format,
+        "sources": list((row.knowledge or {}).get("sources") or []),
         "status": row.status,
         "rounds": row.rounds,
         "answer": row.answer,

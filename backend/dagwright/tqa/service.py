@@ -15,6 +15,7 @@ import uuid
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Final, Protocol
 
+from dagwright.data.scope import SourceScope
 from dagwright.tqa.admission import DEFAULT_MAX_CONVERSATIONS, ConversationAdmission
 from dagwright.tqa.agents import AgentCaller, InProcessAgentCaller
 from dagwright.tqa.approvals import ApprovalDesk
@@ -69,6 +70,7 @@ class TqaService:
         self.approvals = ApprovalDesk(engine)
         self.admission = ConversationAdmission(self.conversations, max_conversations)
         self._examples = examples
+        self._tables = tables
         self.orchestrator = Orchestrator(
             caller or InProcessAgentCaller(apps, runs),
             tools=self.tools.list,
@@ -146,12 +148,23 @@ class TqaService:
             settings.get("hints_k"),
         )
         self.check_namespaces(settings.get("namespaces"))
+        self.check_sources(settings.get("sources"), "sources")
+
+    def check_sources(self, sources: list[str] | None, field: str) -> None:
+        """A scope naming a source or schema the catalog does not have is refused
+        (ScopeError, 422, naming them), when given: a typo would otherwise be a question
+        every table is refused to. Without a catalog (no table service) only its form is
+        checked."""
+        scope = SourceScope.parse(sources, field=field)
+        if scope is not None and self._tables is not None:
+            scope.validate(self._tables.engine().catalog, field=field)
 
     async def begin(self, request: AskRequest) -> Conversation:
         """A foreground conversation (its caller waits for the answer), recorded before it
         runs: a stream sends its id first. In a server, under this process's lease: if the
         process dies, the servers' sweeps end it (`server_lost`); elsewhere (the command
         line) under none."""
+        await asyncio.to_thread(self.check_sources, request.sources, "sources")
         replica = self._runs.lease_id if self._serving else None
         return await self.orchestrator.begin(request, replica=replica, foreground=True)
 
@@ -193,6 +206,7 @@ class TqaService:
         nothing recorded, when the limit of conversations is running."""
         await self.ensure_published()
         await self.admission.check()
+        await asyncio.to_thread(self.check_sources, request.sources, "sources")
         if self._queue is not None:
             # Its job is written in the transaction that records it: queued exactly when
             # it exists.

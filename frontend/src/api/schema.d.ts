@@ -1903,6 +1903,11 @@ export interface components {
              */
             sop: string;
             /**
+             * Sources
+             * @description The data sources the question may use: 'source', or 'source.schema' for one schema of it. The SQL engine refuses any other table. None or empty: the dataset's sources (no dataset, or one without sources: every source).
+             */
+            sources?: string[] | null;
+            /**
              * Stream
              * @description Answer with server-sent events, a turn each.
              * @default false
