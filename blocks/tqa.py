@@ -11,7 +11,7 @@ from typing import Any, Literal, TypedDict
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from dagwright.errors import DagwrightError
-from dagwright.registry import APPS, AUTOTQA, SANDBOX, NodeContext, block
+from dagwright.registry import APPS, AUTOTQA, SANDBOX, ModelCall, NodeContext, Usage, block
 
 
 class AskConfig(BaseModel):
@@ -51,6 +51,7 @@ async def autotqa_ask(config: AskConfig, ctx: NodeContext, question: str) -> Ask
     `round_limit`, `failed`: only `completed` carries an answer), the conversation's id (GET
     /api/v1/tqa/conversations/{id} shows every turn) and the evidence (SQL and rows)."""
     done = await ctx.service(AUTOTQA).ask_question({"question": question, **config.model_dump()})
+    _record_agents_usage(ctx, done.get("usage"))
     answer = done.get("answer") or {}
     error = done.get("error") or {}
     return {
@@ -60,6 +61,16 @@ async def autotqa_ask(config: AskConfig, ctx: NodeContext, question: str) -> Ask
         "conversation_id": str(done.get("id")),
         "evidence": list(answer.get("evidence") or []),
     }
+
+
+def _record_agents_usage(ctx: NodeContext, spent: dict[str, Any] | None) -> None:
+    """The conversation's agents ran as runs of their own (not children of this one): what
+    they spent is this node's, so that the run, and an evaluation of its app, count it."""
+    if not spent:
+        return
+    usage = Usage.from_dict(spent)
+    if usage.total_tokens or usage.cost or usage.calls:
+        ctx.record_usage(usage, ModelCall(scripted=bool(spent.get("scripted"))))
 
 
 class ExecuteOutput(TypedDict):
