@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Engine
 
 from dagwright.errors import ConflictError, InputError, NotFoundError
-from dagwright.evaluation.batch import Outcome, Progress, Task, run_batch
+from dagwright.evaluation.batch import NO_ANSWER, Outcome, Progress, Task, is_blank, run_batch
 from dagwright.evaluation.compare import Scored, compare
 from dagwright.evaluation.metrics.base import Item
 from dagwright.evaluation.report import ResultRow, build_report
@@ -109,12 +109,21 @@ class AppTarget:
             live.run.cancel("the evaluation running it stopped")
             raise
         usage = Usage.from_dict(record.usage or {})
+        prediction = prediction_of(record.outputs, self.output)
         error = None
         if record.status != "succeeded":
             error = record.error or {"code": record.status, "message": record.status}
+        elif is_blank(prediction):
+            # An app that ended well without an answer (AutoTQA out of rounds, say) failed
+            # on the example: an error, not an answer that happens to be wrong.
+            error = {
+                "code": NO_ANSWER,
+                "message": f"run {record.id} succeeded but gave no answer "
+                f"({prediction!r} on output {self.output or 'answer'!r})",
+            }
         return Outcome(
             task.example_id,
-            prediction=prediction_of(record.outputs, self.output),
+            prediction=prediction,
             run_id=record.id,
             error=error,
             latency=time.perf_counter() - start,
@@ -423,8 +432,9 @@ class EvaluationService:
         row = self.get(evaluation_id)
         examples = {e.example_id: e for e in self._examples(row)}
         results = self._results(row.id)
+        # An example the system failed on scores as wrong, whatever it left on its output.
         items = [
-            Item(key, examples[key].gold, r.prediction)
+            Item(key, examples[key].gold, None if r.error else r.prediction)
             for key, r in results.items()
             if key in examples
         ]
