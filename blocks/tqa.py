@@ -11,7 +11,7 @@ from typing import Any, Literal, TypedDict
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from dagwright.errors import DagwrightError
-from dagwright.registry import APPS, AUTOTQA, SANDBOX, NodeContext, block
+from dagwright.registry import APPS, AUTOTQA, SANDBOX, ModelCall, NodeContext, Usage, block
 
 
 class AskConfig(BaseModel):
@@ -64,6 +64,7 @@ async def autotqa_ask(
     scope = _ask_scope(config.sources, sources)
     request = {"question": question, **config.model_dump(), "sources": scope}
     done = await ctx.service(AUTOTQA).ask_question(request)
+    _record_agents_usage(ctx, done.get("usage"))
     answer = done.get("answer") or {}
     error = done.get("error") or {}
     return {
@@ -93,6 +94,16 @@ def _ask_scope(configured: list[str], given: list[str] | None) -> list[str] | No
         )
     narrowed = allowed.narrowed(asked)
     return narrowed.entries
+
+
+def _record_agents_usage(ctx: NodeContext, spent: dict[str, Any] | None) -> None:
+    """The conversation's agents ran as runs of their own (not children of this one): what
+    they spent is this node's, so that the run, and an evaluation of its app, count it."""
+    if not spent:
+        return
+    usage = Usage.from_dict(spent)
+    if usage.total_tokens or usage.cost or usage.calls:
+        ctx.record_usage(usage, ModelCall(scripted=bool(spent.get("scripted"))))
 
 
 class ExecuteOutput(TypedDict):

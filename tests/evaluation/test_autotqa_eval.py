@@ -10,8 +10,11 @@ expected scores are known exactly."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shutil
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -186,6 +189,18 @@ def _autotqa_app(api: Api) -> None:
     api.publish("autotqa", api.save("autotqa", flow)["id"])
 
 
+def _conversations(api: Api) -> dict[str, dict[str, Any]]:
+    """Every AutoTQA conversation, by id, with what its agents spent."""
+    found = api.http.get("/api/v1/tqa/conversations", params={"limit": 200}).json()
+    assert found["total"] <= 200
+    return {c["id"]: c for c in found["items"]}
+
+
+def _spent(conversations: list[dict[str, Any]]) -> tuple[int, float]:
+    usage = [c["usage"] for c in conversations]
+    return sum(u["total_tokens"] for u in usage), sum(u["cost"] for u in usage)
+
+
 def test_autotqa_over_a_sample_of_each_pack(server: LiveServer) -> None:
     api = server.api
     _autotqa_app(api)
@@ -196,6 +211,7 @@ def test_autotqa_over_a_sample_of_each_pack(server: LiveServer) -> None:
             json={"name": name, "kind": kind, "path": str(packs / relative), "limit": SAMPLE},
         )
         assert response.status_code == 201, response.text
+        before = _conversations(api)
         response = api.http.post(
             "/api/v1/evaluations",
             json={"app": "autotqa", "dataset": name, "output": output, "wait": True},
@@ -204,6 +220,16 @@ def test_autotqa_over_a_sample_of_each_pack(server: LiveServer) -> None:
         report = response.json()
         assert report["errors"] == 0, report["failures"]
         assert report["evaluation"]["status"] == "completed"
+        # The agents' tokens are the evaluation's (the report said 0: the agents' runs are
+        # not the app run's children).
+        new = [c for key, c in _conversations(api).items() if key not in before]
+        assert len(new) == SAMPLE
+        tokens, cost = _spent(new)
+        assert tokens > 0
+        assert report["cost"]["tokens"] == tokens, (kind, report["cost"])
+        assert report["cost"]["cost"] == pytest.approx(cost)
+        results = api.http.get(f"/api/v1/evaluations/{report['evaluation']['id']}/results")
+        assert all(r["tokens"] > 0 for r in results.json()["items"])
         run_id = report["failures"][0]["run_id"]
         assert api.get_run(run_id)["status"] == "succeeded"  # each example is a recorded run
         if measure == "accuracy":
@@ -212,3 +238,41 @@ def test_autotqa_over_a_sample_of_each_pack(server: LiveServer) -> None:
         else:  # FeTaQA: two answers are the gold (ROUGE-L 1), the first is not
             assert 2 / 3 <= report["aggregate"]["rougeL"] < 1, report["aggregate"]
             assert report["aggregate"]["sacrebleu"] < 100
+
+
+def test_autotqa_eval_run_on_the_command_line_counts_the_agents(server: LiveServer) -> None:
+    """`dagwright eval run` in a process of its own over the server's data directory (the
+    same database, the same scripted model): its report counts the agents' tokens too."""
+    api = server.api
+    if api.http.get("/api/v1/apps/autotqa").status_code == 404:
+        _autotqa_app(api)
+    packs = server.settings.data_dir / "sources" / "packs"
+    name, relative, _, _ = PACKS["wikitq"]
+    if api.http.get(f"/api/v1/datasets/{name}").status_code == 404:
+        response = api.http.post(
+            "/api/v1/datasets",
+            json={"name": name, "kind": "wikitq", "path": str(packs / relative), "limit": SAMPLE},
+        )
+        assert response.status_code == 201, response.text
+    before = _conversations(api)
+    environment = {**os.environ, "DAGWRIGHT_DATA_DIR": str(server.settings.data_dir)}
+    if server.settings.database_url:
+        environment["DAGWRIGHT_DATABASE_URL"] = server.settings.database_url
+    command = ["eval", "run", "autotqa", "--dataset", name, "--fresh", "--json"]
+    done = subprocess.run(
+        [sys.executable, "-m", "dagwright", *command],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+        cwd=server.settings.data_dir,  # its dagwright.toml: the scripted model
+        env=environment,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout[done.stdout.index("{") :])
+    new = [c for key, c in _conversations(api).items() if key not in before]
+    assert len(new) == SAMPLE
+    tokens, cost = _spent(new)
+    assert tokens > 0
+    assert report["cost"]["tokens"] == tokens
+    assert report["cost"]["cost"] == pytest.approx(cost)

@@ -351,10 +351,10 @@ async def test_a_run_cancelled_while_it_prepares_is_left_interrupted(
     entered, release = threading.Event(), threading.Event()
     prepare = evaluations._prepare_run
 
-    def held_prepare(evaluation_id: str) -> Any:
+    def held_prepare(evaluation_id: str, resumable: bool | None) -> Any:
         entered.set()
         assert release.wait(10)
-        return prepare(evaluation_id)
+        return prepare(evaluation_id, resumable)
 
     monkeypatch.setattr(evaluations, "_prepare_run", held_prepare)
     running = asyncio.create_task(evaluations.run(row.id))

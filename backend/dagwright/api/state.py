@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import gc
 import importlib
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -198,6 +198,23 @@ def _prepare_rest(
     )
 
 
+def _recover_evaluations(
+    app: FastAPI, services: Services, later: LaterServices
+) -> Callable[[], Awaitable[None]]:
+    """Evaluations of processes that died: resumed here (by the RunningEvaluations the
+    evaluation routes use), or ended (services/evaluation_recovery.py). Returns the stop."""
+    from dagwright.services.evaluation_recovery import EvaluationRecovery
+    from dagwright.services.evaluation_runs import RunningEvaluations
+
+    if not hasattr(app.state, "evaluations_running"):
+        app.state.evaluations_running = RunningEvaluations()
+    recovery = EvaluationRecovery(
+        later.evaluations, app.state.evaluations_running, services.runs.stale_after
+    )
+    recovery.start()
+    return recovery.close
+
+
 def _tune_garbage_collector() -> None:
     """What start-up built lives as long as the process (modules, routes, schemas, services:
     about 170,000 objects): frozen, the collector no longer walks it. Under load each full
@@ -250,6 +267,8 @@ async def serving(
             # Background conversations of server processes that died: resumed here (its
             # close, tqa.close, is the composition's).
             rest.later.tqa.start_recovery()
+            if services.queue is None:  # queue mode: the workers go on with them
+                stack.push_async_callback(_recover_evaluations(app, services, rest.later))
             install_routes(rest.routers)
 
         async def prepare() -> None:

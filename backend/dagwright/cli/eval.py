@@ -342,6 +342,13 @@ def run(
     _print_report(report, as_json)
 
 
+def _error_codes(counts: dict[str, int]) -> str:
+    """` (no_answer 2, agent_timeout 1)`: what the errors were, when there were any."""
+    if not counts:
+        return ""
+    return " (" + ", ".join(f"{code} {n}" for code, n in sorted(counts.items())) + ")"
+
+
 def _print_report(report: dict[str, Any], as_json: bool) -> None:
     if as_json:
         _echo_json(report)
@@ -367,6 +374,7 @@ def _print_report(report: dict[str, Any], as_json: bool) -> None:
     typer.echo(
         f"per example: {cost['tokens_per_example']:.0f} tokens, "
         f"cost {cost['cost_per_example']:.5f}, latency mean {mean}; errors {report['errors']}"
+        + _error_codes(report.get("errors_by_code") or {})
     )
     failures = report["failures"]
     if failures:

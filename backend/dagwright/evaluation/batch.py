@@ -35,6 +35,22 @@ class Outcome:
 
 
 Target = Callable[[Task], Awaitable[Outcome]]
+
+NO_ANSWER = "no_answer"  # the error code of an example whose system gave no answer
+
+
+def is_blank(prediction: Any) -> bool:
+    """No answer: None, an empty or blank text, an empty list or object. It counts as an
+    error of the system, not as an answer that happens to be wrong."""
+    if prediction is None:
+        return True
+    if isinstance(prediction, str):
+        return not prediction.strip()
+    if isinstance(prediction, list | dict | tuple):
+        return not prediction
+    return False
+
+
 Sink = Callable[[list[Outcome]], None]
 
 

@@ -4,10 +4,12 @@ latency per example, the failures with their runs, and chart-ready series."""
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
+
+from dagwright.evaluation.batch import NO_ANSWER, is_blank
 
 BOOTSTRAP_RESAMPLES = 1000
 CONFIDENCE = 0.95
@@ -30,6 +32,16 @@ class ResultRow:
     tokens: int = 0
     cost: float = 0.0
     detail: dict[str, Any] = field(default_factory=dict)
+
+
+def error_of(row: ResultRow) -> dict[str, Any] | None:
+    """Why the example counts as an error: the system failed on it, or it gave no answer
+    (results stored before no answer was recorded as such are read the same way)."""
+    if row.error:
+        return row.error
+    if is_blank(row.prediction):
+        return {"code": NO_ANSWER, "message": "the system gave no answer"}
+    return None
 
 
 def bootstrap_ci(
@@ -68,7 +80,8 @@ def breakdowns(rows: Sequence[ResultRow]) -> dict[str, list[dict[str, Any]]]:
         for key, value in row.meta.items():
             if isinstance(value, str | int | bool) or value is None:
                 groups[key][str(value)].append(row.score or 0.0)
-        groups["outcome"]["error" if row.error else "answered"].append(row.score or 0.0)
+        outcome = "answered" if error_of(row) is None else "error"
+        groups["outcome"][outcome].append(row.score or 0.0)
     result = {}
     for key, values in groups.items():
         if 1 < len(values) <= MAX_GROUPS or key == "outcome":
@@ -100,7 +113,8 @@ def build_report(
     low, high = bootstrap_ci(scores)
     latencies = [row.latency for row in rows if row.latency is not None]
     graded = any(row.correct is None for row in rows)
-    failures = [row for row in rows if (row.correct is False) or (graded and row.error is not None)]
+    errors = {row.example_id: error for row in rows if (error := error_of(row)) is not None}
+    failures = [row for row in rows if row.correct is False or row.example_id in errors]
     if graded:  # no right or wrong: the lowest scores are the ones to read
         failures = sorted(rows, key=lambda r: r.score or 0.0)[: min(20, len(rows))]
     count = len(rows)
@@ -124,7 +138,8 @@ def build_report(
             "p50": _quantile(latencies, 0.5),
             "p95": _quantile(latencies, 0.95),
         },
-        "errors": sum(1 for r in rows if r.error),
+        "errors": len(errors),
+        "errors_by_code": dict(Counter(str(e.get("code")) for e in errors.values())),
         "failures": [
             {
                 "id": r.example_id,
@@ -132,7 +147,7 @@ def build_report(
                 "prediction": r.prediction,
                 "gold": r.gold,
                 "score": r.score,
-                "error": r.error,
+                "error": errors.get(r.example_id),
                 "run_id": r.run_id,
                 "trace": f"/api/v1/runs/{r.run_id}" if r.run_id else None,
                 **r.detail,

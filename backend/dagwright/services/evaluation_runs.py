@@ -27,7 +27,10 @@ class RunningEvaluations:
             self._progress[evaluation_id] = p.to_dict()
 
         task = asyncio.get_running_loop().create_task(
-            evaluations.run(evaluation_id, concurrency=concurrency, on_progress=progress),
+            # Resumable: a server runs it, so the next server resumes it if this one dies.
+            evaluations.run(
+                evaluation_id, concurrency=concurrency, on_progress=progress, resumable=True
+            ),
             name=f"dagwright-evaluation-{evaluation_id}",
         )
         self._tasks[evaluation_id] = task

@@ -17,20 +17,21 @@ import logging
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Engine
 
 from dagwright.errors import ConflictError, InputError, NotFoundError
-from dagwright.evaluation.batch import Outcome, Progress, Task, run_batch
+from dagwright.evaluation.batch import NO_ANSWER, Outcome, Progress, Task, is_blank, run_batch
 from dagwright.evaluation.compare import Scored, compare
 from dagwright.evaluation.metrics.base import Item
 from dagwright.evaluation.report import ResultRow, build_report
 from dagwright.registry import Usage
 from dagwright.services.datasets import DatasetService
 from dagwright.store.db import session
+from dagwright.store.evaluation_holds import EvaluationHolds, OrphanedEvaluation
 from dagwright.store.evaluation_models import EvalExample, EvalResult, Evaluation
 from dagwright.store.evaluations import DatasetRepository, EvaluationRepository
 from dagwright.store.models import utcnow
@@ -109,12 +110,21 @@ class AppTarget:
             live.run.cancel("the evaluation running it stopped")
             raise
         usage = Usage.from_dict(record.usage or {})
+        prediction = prediction_of(record.outputs, self.output)
         error = None
         if record.status != "succeeded":
             error = record.error or {"code": record.status, "message": record.status}
+        elif is_blank(prediction):
+            # An app that ended well without an answer (AutoTQA out of rounds, say) failed
+            # on the example: an error, not an answer that happens to be wrong.
+            error = {
+                "code": NO_ANSWER,
+                "message": f"run {record.id} succeeded but gave no answer "
+                f"({prediction!r} on output {self.output or 'answer'!r})",
+            }
         return Outcome(
             task.example_id,
-            prediction=prediction_of(record.outputs, self.output),
+            prediction=prediction,
             run_id=record.id,
             error=error,
             latency=time.perf_counter() - start,
@@ -227,7 +237,13 @@ class EvaluationService:
         with session(self._db) as db:
             return EvaluationRepository(db).done_ids(evaluation_id)
 
-    def _sink(self, evaluation_id: str) -> Callable[[builtins.list[Outcome]], None]:
+    def _sink(
+        self, evaluation_id: str, lease: str | None = None
+    ) -> Callable[[builtins.list[Outcome]], None]:
+        """Writes results (a result already there is kept). With `lease`, the holder's: once
+        another process took the evaluation over (this one was taken for dead: frozen past
+        the lease's limit), it stops here rather than run the examples twice."""
+
         def write(outcomes: builtins.list[Outcome]) -> None:
             rows = [
                 {
@@ -245,6 +261,12 @@ class EvaluationService:
             with session(self._db) as db:
                 EvaluationRepository(db).add_results(rows)
                 db.commit()
+                if lease is not None and not EvaluationHolds(db).holds(evaluation_id, lease):
+                    raise ConflictError(
+                        f"evaluation {evaluation_id} was taken over by another process: "
+                        "this one stops",
+                        "evaluation_taken_over",
+                    )
 
         return write
 
@@ -269,18 +291,24 @@ class EvaluationService:
         *,
         concurrency: int = 4,
         on_progress: Callable[[Progress], None] | None = None,
+        resumable: bool = False,
     ) -> Evaluation:
-        """Runs the examples without a result, then scores them all. The database reads and
-        the scoring (Spider's runs queries) go to a thread: a server's loop keeps answering."""
+        """Runs the examples without a result, then scores them all, holding the evaluation
+        under this process's replica lease (`hold`: ConflictError `evaluation_held` while
+        another live process runs it). `resumable`: a server runs it, and a server resumes
+        it if this process dies. The database reads and the scoring (Spider's runs queries)
+        go to a thread: a server's loop keeps answering."""
         # The preparation marks the evaluation running in its thread, which a cancellation
         # cannot stop: one that comes meanwhile waits for it, then marks it interrupted.
-        preparing = asyncio.ensure_future(asyncio.to_thread(self._prepare_run, evaluation_id))
+        preparing = asyncio.ensure_future(
+            asyncio.to_thread(self._prepare_run, evaluation_id, resumable)
+        )
         try:
             row, version, examples, done = await asyncio.shield(preparing)
         except asyncio.CancelledError:
             await asyncio.wait([preparing])
             if not preparing.cancelled() and preparing.exception() is None:
-                self._set_status(preparing.result()[0].id, "interrupted")
+                self._let_go(preparing.result()[0].id, "interrupted")
             raise
         try:
             target = self._target(row, version)
@@ -289,33 +317,113 @@ class EvaluationService:
                 self._tasks(row, todo),
                 len(todo),
                 target,
-                self._sink(row.id),
+                self._sink(row.id, self.lease),
                 concurrency=concurrency,
                 on_progress=on_progress,
+                # Each result written as its example finishes: one lost with this process
+                # would be run again by the process taking the evaluation over.
+                flush_size=1,
             )
         except BaseException:
-            self._set_status(row.id, "interrupted")
+            self._let_go(row.id, "interrupted")
             raise
-        return await asyncio.to_thread(self.score, row.id)
+        try:
+            return await asyncio.to_thread(self.score, row.id)
+        finally:
+            await asyncio.to_thread(self._let_go, row.id)
 
     def _prepare_run(
-        self, evaluation_id: str
+        self, evaluation_id: str, resumable: bool | None = None
     ) -> tuple[Evaluation, Version, builtins.list[EvalExample], set[str]]:
+        """Marks the evaluation running: held by this process (`hold`), or with `resumable`
+        None for the queue's workers (they hold none: the queue's jobs are their lease)."""
         row = self.get(evaluation_id)
         if row.status == "completed":
             raise ConflictError(f"evaluation {row.id} is complete", "evaluation_complete")
         if row.app_id is None or row.version_id is None:
             raise ConflictError(f"evaluation {row.id} has no app version to run")
         version = self._apps.get_version(row.app_id, row.version_id)
-        self._set_status(row.id, "running")
+        if resumable is None:
+            self._set_status(row.id, "running")
+        else:
+            self.hold(row.id, resumable=resumable)
         return row, version, self._examples(row), self.done_ids(row.id)
+
+    # -- which process runs it: a lease (store/evaluation_holds.py) ----------------------------
+
+    @property
+    def lease(self) -> str:
+        """This process's replica lease (services/runs/replicas.py): its heartbeat keeps the
+        evaluations this process holds held."""
+        return self._runs.lease_id
+
+    def _cutoff(self) -> datetime:
+        return utcnow() - timedelta(seconds=self._runs.stale_after)
+
+    def hold(self, evaluation_id: str, *, resumable: bool = False) -> Evaluation:
+        """Marks the evaluation running under this process's lease. ConflictError
+        `evaluation_held`, naming the process, when another live one runs it (a second
+        `eval run` is refused, never run twice); `evaluation_complete` when it is complete.
+        The one of a process that died (its lease missing or stale) is taken over."""
+        for _ in range(2):  # its holder may let go between the claim and the look
+            with session(self._db) as db:
+                holds = EvaluationHolds(db)
+                if holds.claim(evaluation_id, self.lease, self._cutoff(), resumable):
+                    db.commit()
+                    return self.get(evaluation_id)
+                holder = holds.holder(evaluation_id, self._cutoff())
+            if holder is not None:
+                age = (utcnow() - holder.heartbeat_at).total_seconds()
+                raise ConflictError(
+                    f"evaluation {evaluation_id} is running in another process "
+                    f"({holder.name!r}, pid {holder.pid} on {holder.host}, alive {age:.0f} s "
+                    "ago): it is not run twice. Wait for it to end, or cancel it there; if "
+                    f"that process died, it is taken over {self._runs.stale_after:g} s after",
+                    "evaluation_held",
+                )
+            if self.get(evaluation_id).status == "completed":
+                raise ConflictError(
+                    f"evaluation {evaluation_id} is complete", "evaluation_complete"
+                )
+        raise ConflictError(f"evaluation {evaluation_id} could not be held", "evaluation_held")
+
+    def _let_go(self, evaluation_id: str, status: str | None = None) -> None:
+        """This process holds the evaluation no more (and it becomes `status`): nothing
+        changes when another process took it over meanwhile."""
+        with session(self._db) as db:
+            EvaluationHolds(db).release(evaluation_id, self.lease, status)
+            db.commit()
+
+    def orphaned(self) -> builtins.list[OrphanedEvaluation]:
+        """The running evaluations whose holder's lease is missing or stale."""
+        with session(self._db) as db:
+            return EvaluationHolds(db).orphaned(self.lease, self._cutoff())
+
+    def take_over(self, evaluation_id: str, dead: str) -> bool:
+        """The evaluation of dead lease `dead` is this process's (one more attempt); False
+        when another process took it first or it ended."""
+        with session(self._db) as db:
+            taken = EvaluationHolds(db).take_over(evaluation_id, dead, self.lease)
+            db.commit()
+        return taken
+
+    def give_up(self, evaluation_id: str, dead: str, status: str, code: str, message: str) -> bool:
+        """The evaluation of dead lease `dead` ends `status` with why (results kept)."""
+        with session(self._db) as db:
+            ended = EvaluationHolds(db).give_up(
+                evaluation_id, dead, status, {"code": code, "message": message}
+            )
+            db.commit()
+        if ended:
+            log.warning("evaluation %s %s: %s", evaluation_id, status, message)
+        return ended
 
     # -- queue mode: an evaluation's examples spread over workers (services/queue) -----------
 
     def plan(self, evaluation_id: str) -> tuple[builtins.list[str], set[str]]:
         """Marks the evaluation running; returns its examples' ids in the dataset's order and
         those that have a result. ConflictError `evaluation_complete` when it is complete."""
-        _row, _version, examples, done = self._prepare_run(evaluation_id)
+        _row, _version, examples, done = self._prepare_run(evaluation_id, None)
         return [e.example_id for e in examples], done
 
     async def run_examples(self, evaluation_id: str, example_ids: Sequence[str]) -> bool:
@@ -423,8 +531,9 @@ class EvaluationService:
         row = self.get(evaluation_id)
         examples = {e.example_id: e for e in self._examples(row)}
         results = self._results(row.id)
+        # An example the system failed on scores as wrong, whatever it left on its output.
         items = [
-            Item(key, examples[key].gold, r.prediction)
+            Item(key, examples[key].gold, None if r.error else r.prediction)
             for key, r in results.items()
             if key in examples
         ]

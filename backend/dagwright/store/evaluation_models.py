@@ -9,7 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import JSON, Column, Index, Text
+from sqlalchemy import JSON, Boolean, Column, Index, Integer, Text, false
 from sqlmodel import Field, SQLModel
 
 from dagwright.store.models import new_id, utcnow
@@ -68,6 +68,21 @@ class Evaluation(SQLModel, table=True):
     aggregate: dict[str, Any] | None = _json()
     created_at: datetime = Field(default_factory=utcnow)
     finished_at: datetime | None = None
+    # The replica lease (services/runs/replicas.py) of the process running it in-process (a
+    # server, or `dagwright eval run`): no other process runs it while that lease is live,
+    # and when the lease is missing or stale the next server takes it over
+    # (services/evaluation_recovery.py). None when queue workers run it, or when no process
+    # does.
+    replica: str | None = Field(default=None, max_length=32)
+    # A server runs it (started through the API): a server taking it over resumes it. One of
+    # the command line is marked interrupted instead (its command resumes it; it may answer
+    # model calls from a recording a server does not have).
+    resumable: bool = Field(
+        default=False, sa_column=Column(Boolean, nullable=False, server_default=false())
+    )
+    # The processes that took it up since it was started: one whose processes keep dying
+    # ends failed (`server_lost`).
+    attempts: int = Field(default=0, sa_column=Column(Integer, nullable=False, server_default="0"))
 
 
 class EvalResult(SQLModel, table=True):

@@ -250,6 +250,7 @@ class Conversation:
             "completion_tokens": 0,
             "total_tokens": 0,
             "cost": 0.0,
+            "calls": 0,
         }
         scripted = False
         for turn in self.turns:

@@ -213,6 +213,7 @@ async def start_evaluation(
     settings: dict[str, Any] = {"inputs": body.inputs}
     if body.output:
         settings["output"] = body.output
+    settings["concurrency"] = body.concurrency  # a server resuming it runs it so
     row = await asyncio.to_thread(
         evaluations.create,
         body.app,
@@ -228,6 +229,10 @@ async def start_evaluation(
         # Queue mode: a worker runs it, and another goes on with it if that one dies.
         await s.queue.submit_evaluation(row.id, body.concurrency)
     else:
+        if not running.runs_here(row.id):
+            # Held under this process's lease before it starts: 409 `evaluation_held` while
+            # another live process runs it (it is never run twice).
+            await asyncio.to_thread(evaluations.hold, row.id, resumable=True)
         running.start(evaluations, row.id, body.concurrency)
     if not body.wait:
         return evaluation_dict(row)
