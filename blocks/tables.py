@@ -12,7 +12,6 @@ servers and flows that use no table pay nothing.
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -100,7 +99,7 @@ async def sql_query(config: SqlQueryConfig, ctx: NodeContext, sql: str) -> Query
     whole answer); `sql` is the statement as the engine ran it."""
     engine = _engine(ctx)
     try:
-        result = await asyncio.to_thread(
+        result = await ctx.table_work(
             engine.query, sql, max_rows=config.max_rows, timeout_s=config.timeout_s
         )
     except DataError as exc:
@@ -197,7 +196,7 @@ async def describe_tables(config: DescribeConfig, ctx: NodeContext) -> str:
             max_values=config.max_values,
         )
 
-    return await asyncio.to_thread(render)
+    return await ctx.table_work(render)
 
 
 class SampleConfig(BaseModel):
@@ -218,9 +217,7 @@ class SampleConfig(BaseModel):
 async def sample_rows(config: SampleConfig, ctx: NodeContext) -> Records:
     """Reads the first `rows` rows of the table (only the `columns` given, when any)."""
     engine = _engine(ctx)
-    result = await asyncio.to_thread(
-        engine.sample, config.table, config.rows, config.columns or None
-    )
+    result = await ctx.table_work(engine.sample, config.table, config.rows, config.columns or None)
     return result.records()
 
 
@@ -276,7 +273,7 @@ async def schema_lookup(
         names = [str(ref) for ref in refs]
         return names, _infos(engine, names), _samples(engine, names, config.sample_rows)
 
-    names, infos, samples = await asyncio.to_thread(gather)
+    names, infos, samples = await ctx.table_work(gather)
     # The process makes the embedder (a provider's goes through its model gateway).
     embedder = ctx.service(TABLES).embedder(config.embedder) if config.embedder else None
     matches = await lookup(
@@ -364,7 +361,7 @@ async def python_on_tables(
 
     limits = SandboxLimits(cpu_s=config.cpu_s, wall_s=config.wall_s, memory_mb=config.memory_mb)
     frames = {name: _table(records, f"tables.{name}") for name, records in tables.items()}
-    outcome = await asyncio.to_thread(
+    outcome = await ctx.table_work(
         run_python, config.code, frames, limits=limits, settings=ctx.service(SANDBOX)
     )
     result = outcome.result

@@ -13,6 +13,7 @@ from fastapi import APIRouter, FastAPI, Request
 from starlette.routing import BaseRoute
 
 from dagwright.api.startup import Startup
+from dagwright.api.stopping import stop_first_on_signals
 from dagwright.settings import Settings
 
 if TYPE_CHECKING:
@@ -220,6 +221,11 @@ async def serving(
         async def build() -> None:
             process = Composition(settings)
             stack.push_async_callback(process.aclose)  # last (callbacks run LIFO)
+            # Every `asyncio.to_thread` of a handler now waits on the API's own pool, never
+            # behind table work or scoring (their pools: dagwright/workpools.py).
+            loop = asyncio.get_running_loop()
+            process.pools().install_default(loop)
+            stop_first_on_signals(loop, process.stop_heavy_work)
             prepared = await asyncio.to_thread(_prepare, process, load_core)
             # Started in the thread, the writer is open; on the loop it also starts its
             # poller (cancel requests, recovery of the runs of dead processes).

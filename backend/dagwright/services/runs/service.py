@@ -80,6 +80,9 @@ class RunService:
         self._open_lock = threading.Lock()
         self._opened = False
         self._bounded: dict[float, Executor] = {}  # deadline -> an executor that keeps it
+        # Checks a new run against the heavy pools before it is recorded: given the names of
+        # the services its nodes need, raises (PoolBusyError, 429) when one it needs is full.
+        self.admission: Callable[[set[str]], None] | None = None
         # Exports each run's trace (telemetry/tracing.py) when a collector is configured.
         self.tracing: RunTracer | None = None
 
@@ -173,10 +176,13 @@ class RunService:
         deadline: float | None = None,
         traceparent: str | None = None,
     ) -> LiveRun:
-        """Record the run as running, then start it. Raises InputError (nothing recorded) for
+        """Record the run as running, then start it. Raises PoolBusyError (nothing recorded)
+        when `admission` refuses it, InputError (nothing recorded) for
         inputs the flow does not take. Nodes in `reuse` pass on the given outputs unrun. A
         run still going `deadline` seconds after it started fails with `run_timeout`. A traced
         run hangs under `traceparent` (a W3C header's value) when it is valid."""
+        if self.admission is not None and parent_run_id is None:
+            self.admission({service.name for _, needs in plan.needs() for service in needs})
         row = self._new_row(plan, inputs, app_id, version_id, mode, parent_run_id, parent_node)
         run_id = row["id"]
         await self._ready()
