@@ -133,6 +133,45 @@ def test_a_cancelled_caller_drops_its_queued_call(pool: WorkPool) -> None:
     assert ran == []
 
 
+def test_work_under_way_waits_for_room_instead_of_failing(pool: WorkPool) -> None:
+    """A running flow's next table call (`run_queued`) waits its turn; a request's is refused."""
+    release = threading.Event()
+    held = [pool.submit(release.wait, WAIT_S) for _ in range(3)]
+
+    async def main() -> str:
+        waiting = asyncio.ensure_future(pool.run_queued(lambda: "ran"))
+        await asyncio.sleep(0.05)  # it had the chance to run: it waits instead
+        assert not waiting.done()
+        with pytest.raises(PoolBusyError):
+            await pool.run(lambda: "refused")
+        release.set()
+        return await asyncio.wait_for(waiting, WAIT_S)
+
+    assert asyncio.run(main()) == "ran"
+    for future in held:
+        future.result(WAIT_S)
+
+
+def test_closing_wakes_the_waiting_with_the_pool_closed(pool: WorkPool) -> None:
+    release = threading.Event()
+    held = [pool.submit(release.wait, WAIT_S) for _ in range(3)]
+
+    async def main() -> None:
+        waiting = asyncio.ensure_future(pool.run_queued(lambda: "never"))
+        deadline = time.monotonic() + WAIT_S
+        while not pool._waiters:  # the call, on this loop, to wait for room
+            assert time.monotonic() < deadline
+            await asyncio.sleep(0.005)
+        pool.close()
+        with pytest.raises(PoolClosedError):
+            await asyncio.wait_for(waiting, WAIT_S)
+
+    asyncio.run(main())
+    release.set()
+    for future in held[:2]:
+        future.result(WAIT_S)
+
+
 # -- where the work goes -------------------------------------------------------------------
 
 

@@ -7,8 +7,15 @@ of the API's own blocking calls (docs/architecture.md, "Pools").
   so every `asyncio.to_thread` of a route lands here and nowhere near the heavy pools.
 
 A heavy pool is bounded twice: `workers` threads, and at most `queue_max` calls waiting for
-one. A call past that is refused at once with `PoolBusyError` (HTTP 429 + Retry-After) rather
-than queued behind minutes of work: the caller learns to come back instead of timing out.
+one. What is past that depends on who asks:
+
+- work a request starts (`run`, and a run's admission: `admit`) is refused at once with
+  `PoolBusyError` (HTTP 429 + Retry-After) rather than queued behind minutes of work: the
+  caller learns to come back instead of timing out;
+- work already under way (a running flow's next table call, an evaluation's scoring:
+  `run_queued`) waits for room without holding a thread, since failing it would throw away
+  what was done; how much of it there can be is bounded where it is admitted (the runs that
+  were, an evaluation's concurrency).
 
 A heavy pool's threads are daemon threads: at shutdown `close()` drops the queued calls
 (their callers get `PoolClosedError`) and the process exits without joining a thread still
@@ -73,6 +80,8 @@ class WorkPool:
         self._running = 0
         self._closed = False
         self._threads: list[threading.Thread] = []
+        # Callers of `run_queued` waiting for room: woken (on their loops) as calls finish.
+        self._waiters: list[tuple[asyncio.AbstractEventLoop, asyncio.Future[None]]] = []
 
     @property
     def capacity(self) -> int:
@@ -128,6 +137,38 @@ class WorkPool:
             future.cancel()  # a queued call is skipped by the worker that takes it
             raise
 
+    async def run_queued(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        """As `run`, but waits (on the caller's loop, no thread held) for room when the pool
+        is full, instead of refusing: for work already under way. PoolClosedError once the
+        pool is closed."""
+        while True:
+            try:
+                return await self.run(fn, *args, **kwargs)
+            except PoolBusyError:
+                await self._room()
+
+    async def _room(self) -> None:
+        loop = asyncio.get_running_loop()
+        waiter: asyncio.Future[None] = loop.create_future()
+        entry = (loop, waiter)
+        with self._lock:
+            if self._closed or self._pending < self.capacity:
+                return
+            self._waiters.append(entry)
+        try:
+            await waiter
+        finally:
+            with self._lock:
+                if entry in self._waiters:
+                    self._waiters.remove(entry)
+
+    def _wake_waiters(self) -> None:
+        """Called with the lock held: every waiter tries again (few wait: they are bounded
+        where their work was admitted)."""
+        waiters, self._waiters = self._waiters, []
+        for loop, waiter in waiters:
+            loop.call_soon_threadsafe(_resolve, waiter)
+
     def _start_thread(self) -> None:
         thread = threading.Thread(
             target=self._work, name=f"dagwright-{self.name}-{len(self._threads)}", daemon=True
@@ -158,6 +199,7 @@ class WorkPool:
             finally:
                 with self._lock:
                     self._pending -= 1
+                    self._wake_waiters()
 
     def close(self) -> None:
         """Refuses new calls, fails the queued ones (PoolClosedError) and lets the threads go:
@@ -167,6 +209,7 @@ class WorkPool:
                 return
             self._closed = True
             threads = len(self._threads)
+            self._wake_waiters()  # to find the pool closed
         dropped = 0
         while True:
             try:
@@ -188,6 +231,11 @@ class WorkPool:
                 dropped,
                 self._running,
             )
+
+
+def _resolve(waiter: asyncio.Future[None]) -> None:
+    if not waiter.done():
+        waiter.set_result(None)
 
 
 @dataclass(frozen=True)

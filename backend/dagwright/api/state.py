@@ -39,6 +39,7 @@ if TYPE_CHECKING:
     from dagwright.services.secret_store import DatabaseSecrets
     from dagwright.services.triggers import TriggerService
     from dagwright.tqa.service import TqaService
+    from dagwright.workpools import WorkPools
 
 
 @dataclass(slots=True)
@@ -55,6 +56,7 @@ class Services:
     endpoints: EndpointResolver
     mcp_stdio: StdioAllowList
     egress: EgressPolicy
+    pools: WorkPools  # heavy work's (dagwright/workpools.py): a route's table work goes there
     queue: RunQueue | None = None  # queue mode (services/queue): async runs go to workers
     # Built by start-up's second stage (api/startup.py): only its routes use them, and the
     # gate holds those until it is done.
@@ -146,6 +148,7 @@ def _prepare(process: Composition, load_routes: Callable[[], list[APIRouter]]) -
         endpoints=EndpointResolver(apps, keys),
         mcp_stdio=process.mcp_stdio(),
         egress=process.egress(),
+        pools=process.pools(),
         queue=process.run_queue(),  # None unless queue mode (docs/deploy.md)
     )
     return _Prepared(routers=routers, services=services)

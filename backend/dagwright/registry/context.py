@@ -144,9 +144,11 @@ class NodeContext:
 
     async def table_work(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
         """`fn(*args, **kwargs)` (sampling, discovery, a query) on the process's data pool
-        (`DATA_WORK`), never on the event loop's default executor, which answers the API;
-        PoolBusyError (429) when that pool's queue is full. A run not given the pool (tests
-        that build their own services; every process's runs are given it) uses a thread."""
+        (`DATA_WORK`), never on the event loop's default executor, which answers the API.
+        The run was admitted (a full pool refuses new runs: RunService.admission), so a full
+        pool makes this call wait its turn, not fail the run half-done. A run not given the
+        pool (tests that build their own services; every process's runs are given it) uses a
+        thread."""
         if self._services.provides(DATA_WORK):
-            return await self._services.get(DATA_WORK).run(fn, *args, **kwargs)
+            return await self._services.get(DATA_WORK).run_queued(fn, *args, **kwargs)
         return await asyncio.to_thread(fn, *args, **kwargs)

@@ -191,11 +191,16 @@ class AutoTqa(Protocol):
 
 
 class HeavyWork(Protocol):
-    """A bounded pool for one kind of heavy work (dagwright/workpools.py's `WorkPool`): a
-    call past its queue is refused (PoolBusyError, HTTP 429) instead of waiting."""
+    """A bounded pool for one kind of heavy work (dagwright/workpools.py's `WorkPool`)."""
 
     async def run(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
-        """`fn(*args, **kwargs)` on one of the pool's threads, awaited."""
+        """`fn(*args, **kwargs)` on one of the pool's threads, awaited; refused at once
+        (PoolBusyError, HTTP 429) when the pool's queue is full: for work a request starts."""
+        ...
+
+    async def run_queued(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        """As `run`, waiting for room instead of refusing: for work already under way (a
+        running flow's next call), bounded where that work was admitted."""
         ...
 
 

@@ -304,8 +304,8 @@ class EvaluationService:
         except BaseException:
             self._set_status(row.id, "interrupted")
             raise
-        if self.work is not None:
-            return await self.work.run(self.score, row.id)
+        if self.work is not None:  # waits its turn: the examples' results are in
+            return await self.work.run_queued(self.score, row.id)
         return await asyncio.to_thread(self.score, row.id)
 
     def _prepare_run(
