@@ -235,3 +235,17 @@ def test_the_api_pool_becomes_the_loops_default_executor() -> None:
         assert asyncio.run(main()).startswith("dagwright-api")
     finally:
         pools.close()
+
+
+def test_a_served_apps_handlers_wait_on_the_api_pool(tmp_path: Path) -> None:
+    """A server's handlers' `asyncio.to_thread` (its store reads) run on the API pool, not on
+    asyncio's default threads, which once queued them behind table work."""
+    from support.server import live_server
+
+    before = set(threading.enumerate())
+    with live_server("sqlite", tmp_path / "server") as server:
+        response = server.api.http.get("/api/v1/apps")  # a store read in a thread
+        assert response.status_code == 200, response.text
+        new = {t.name.rsplit("_", 1)[0] for t in set(threading.enumerate()) - before}
+    assert "dagwright-api" in new
+    assert "asyncio" not in new
