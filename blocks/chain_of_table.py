@@ -109,7 +109,7 @@ async def cot_table(
     if isinstance(given, str) and given.strip():
         table = given
         engine = ctx.service(TABLES).engine()
-        result = await asyncio.to_thread(engine.sample, table, config.max_rows)
+        result = await ctx.table_work(engine.sample, table, config.max_rows)
         rows = table_from_records(result.records())
         if not result.records():
             rows = [[column.name for column in result.columns]]

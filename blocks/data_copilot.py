@@ -9,7 +9,6 @@ is in dagwright.methods.data_copilot; these blocks carry JSON and reach the serv
 
 from __future__ import annotations
 
-import asyncio
 import datetime
 from typing import TYPE_CHECKING, Any, TypedDict
 
@@ -147,7 +146,7 @@ async def dc_design(
         return result.vectors
 
     async def try_(interface: Interface, args: dict[str, Any]) -> Any:
-        return await asyncio.to_thread(
+        return await ctx.table_work(
             call, interface, args, engine, sandbox, sample_rows=config.sample_rows
         )
 
@@ -356,7 +355,7 @@ async def _run(
 
     engine = ctx.service(TABLES).engine()
     sandbox = ctx.service(SANDBOX)
-    table = await asyncio.to_thread(call, interface, args, engine, sandbox, max_rows=max_rows)
+    table = await ctx.table_work(call, interface, args, engine, sandbox, max_rows=max_rows)
     return table_records(table)
 
 

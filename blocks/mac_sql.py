@@ -8,7 +8,6 @@ data layer (PostgreSQL, MariaDB, files), whose tables the SQL names as source.sc
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
@@ -128,7 +127,7 @@ async def macsql_schema(config: SchemaConfig, ctx: NodeContext, database: str) -
     strip = config.dataset == "spider"
     if local is not None:
         path, ddl = local
-        tables = await asyncio.to_thread(dbs.sqlite_tables, path, ddl, strip)
+        tables = await ctx.table_work(dbs.sqlite_tables, path, ddl, strip)
         target = {"kind": "sqlite", "path": str(path)}
     else:
         engine = ctx.service(TABLES).engine()
@@ -136,7 +135,7 @@ async def macsql_schema(config: SchemaConfig, ctx: NodeContext, database: str) -
         names = [str(ref) for ref in engine.tables() if ref.source == database or not database]
         if not names:
             raise InputError(f"no database {database!r}: not a SQLite file, db id or source")
-        tables = await asyncio.to_thread(dbs.engine_tables, engine, names)
+        tables = await ctx.table_work(dbs.engine_tables, engine, names)
         target = {"kind": "engine", "source": database}
     db_id = Path(database).stem if local is not None else database
     return {
@@ -260,12 +259,10 @@ async def _execute(
     if target["kind"] == "sqlite":
         # The target comes from an edge a flow author may have written by hand: checked again.
         path = _readable_sqlite(ctx, Path(target["path"]))
-        return await asyncio.to_thread(execute_sqlite, path, sql, timeout_s)
+        return await ctx.table_work(execute_sqlite, path, sql, timeout_s)
     engine = ctx.service(TABLES).engine()
     try:
-        result = await asyncio.to_thread(
-            engine.query, sql, max_rows=ROWS_SHOWN, timeout_s=timeout_s
-        )
+        result = await ctx.table_work(engine.query, sql, max_rows=ROWS_SHOWN, timeout_s=timeout_s)
     except DataError as exc:
         timed_out = exc.code == "query_timeout"
         return {

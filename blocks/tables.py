@@ -12,7 +12,6 @@ servers and flows that use no table pay nothing.
 
 from __future__ import annotations
 
-import asyncio
 from typing import TYPE_CHECKING, Any, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -129,7 +128,7 @@ async def sql_query(
         return engine.query(sql, max_rows=config.max_rows, timeout_s=config.timeout_s, scope=scope)
 
     try:
-        result = await asyncio.to_thread(run)
+        result = await ctx.table_work(run)
     except DataError as exc:
         if not config.errors_as_output:
             raise
@@ -232,7 +231,7 @@ async def describe_tables(
             max_values=config.max_values,
         )
 
-    return await asyncio.to_thread(render)
+    return await ctx.table_work(render)
 
 
 class SampleConfig(BaseModel):
@@ -261,7 +260,7 @@ async def sample_rows(
         scope = _scope(engine, sources)
         return engine.sample(config.table, config.rows, config.columns or None, scope)
 
-    result = await asyncio.to_thread(read)
+    result = await ctx.table_work(read)
     return result.records()
 
 
@@ -311,7 +310,7 @@ async def schema_lookup(
         names = [str(ref) for ref in engine.tables(scope)]
         return names, _infos(engine, names), _samples(engine, names, config.sample_rows)
 
-    names, infos, samples = await asyncio.to_thread(gather)
+    names, infos, samples = await ctx.table_work(gather)
     # The process makes the embedder (a provider's goes through its model gateway).
     embedder = ctx.service(TABLES).embedder(config.embedder) if config.embedder else None
     matches = await lookup(
@@ -399,7 +398,7 @@ async def python_on_tables(
 
     limits = SandboxLimits(cpu_s=config.cpu_s, wall_s=config.wall_s, memory_mb=config.memory_mb)
     frames = {name: _table(records, f"tables.{name}") for name, records in tables.items()}
-    outcome = await asyncio.to_thread(
+    outcome = await ctx.table_work(
         run_python, config.code, frames, limits=limits, settings=ctx.service(SANDBOX)
     )
     result = outcome.result

@@ -5,7 +5,6 @@ program)."""
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any, Literal, TypedDict
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -235,7 +234,7 @@ async def python_code(
     try:
         frame = pa.Table.from_pylist(rows)
         sandbox = ctx.service(SANDBOX)
-        outcome = await asyncio.to_thread(
+        outcome = await ctx.table_work(
             run_python, code, {config.table: frame}, limits=limits, settings=sandbox
         )
     except DataError as exc:

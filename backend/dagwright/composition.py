@@ -19,7 +19,7 @@ import threading
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import ExitStack, asynccontextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Literal, TypeVar
+from typing import TYPE_CHECKING, Any, Literal, TypeVar, cast
 
 from dagwright.settings import Settings
 
@@ -51,6 +51,7 @@ if TYPE_CHECKING:
     from dagwright.tabular import TableAccess
     from dagwright.telemetry.tracing import RunTracing
     from dagwright.tqa.service import TqaService
+    from dagwright.workpools import WorkPools
 
 T = TypeVar("T")
 logger = logging.getLogger(__name__)
@@ -183,6 +184,28 @@ class Composition:
             return DatabaseSecrets(self.database(), key)
 
         return self._once("secret_store", build)
+
+    def pools(self) -> WorkPools:
+        """The heavy-work pools (data, evaluation) and the API's own (dagwright/workpools.py),
+        sized by the settings; closed at shutdown, dropping queued work, abandoning running."""
+
+        def build() -> WorkPools:
+            from dagwright.workpools import PoolSettings, PoolSize, WorkPools
+
+            s = self.settings
+            pools = WorkPools(
+                PoolSettings(
+                    data=PoolSize(s.data_threads, s.data_queue_max, s.pool_retry_after),
+                    evaluation=PoolSize(
+                        s.evaluation_threads, s.evaluation_queue_max, s.pool_retry_after
+                    ),
+                    api_threads=s.api_threads,
+                )
+            )
+            self._stack.callback(pools.close)
+            return pools
+
+        return self._once("pools", build)
 
     # -- models and embeddings -------------------------------------------------------------
 
@@ -425,6 +448,7 @@ class Composition:
             from dagwright.services.runs.service import RunService
 
             runs = RunService(self.database(), self.executor(), self._replica)
+            runs.admission = self._admit_run
             runs.tracing = self.tracing()
             if runs.tracing is not None:
                 self._async_closers.append(runs.tracing.close)  # after runs.close
@@ -493,7 +517,10 @@ class Composition:
 
             folder = self.data_dir() / "sources" / "eval-datasets"
             datasets = DatasetService(self.database(), self.data_sources(), folder, self.examples())
-            return EvaluationService(self.database(), self.apps(), self.runs(), datasets)
+            evaluations = EvaluationService(self.database(), self.apps(), self.runs(), datasets)
+            evaluations.work = self.pools().evaluation
+            evaluations.max_concurrency = self.settings.evaluation_max_concurrency
+            return evaluations
 
         return self._once("evaluations", build)
 
@@ -562,6 +589,7 @@ class Composition:
             from dagwright.registry import (
                 APPS,
                 AUTOTQA,
+                DATA_WORK,
                 EGRESS,
                 EXAMPLES,
                 HUMAN,
@@ -586,12 +614,35 @@ class Composition:
             services.provide_lazily(MCP_STDIO, self.mcp_stdio)
             services.provide_lazily(EGRESS, self.egress)
             services.provide_lazily(SOURCE_PATHS, self.source_paths)
+            services.provide_lazily(DATA_WORK, lambda: self.pools().data)
             if self.kind == "server":  # a database of runs: apps to call, runs that wait
                 services.provide_lazily(APPS, self.app_invoker)
                 services.provide_lazily(HUMAN, self.human_inbox)
             return services
 
         return self._once("block_services", build)
+
+    def stop_heavy_work(self) -> None:
+        """At SIGTERM, before the server's grace period runs (api/stopping.py): the heavy
+        pools drop their queued calls and refuse new ones, running queries are interrupted,
+        so that the requests waiting on them answer within the grace instead of being cut
+        off at its end. Safe from any thread; builds nothing."""
+        with self._lock:
+            pools = cast("WorkPools | None", self._built.get("pools"))
+            built = self._built.get("data_sources") or self._built.get("tables")
+            tables = cast("TableAccess | None", built)
+        if pools is not None:
+            pools.close()
+        if tables is not None:
+            tables.interrupt_queries()
+
+    def _admit_run(self, needs: set[str]) -> None:
+        """Refuses (PoolBusyError, 429) a run whose blocks need table work while the data
+        pool is full: before it is recorded or anything of it waits."""
+        from dagwright.registry import TABLES
+
+        if TABLES.name in needs:
+            self.pools().data.admit()
 
     # -- closing ---------------------------------------------------------------------------
 

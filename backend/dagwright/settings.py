@@ -91,6 +91,16 @@ class Settings(BaseSettings):
 
     # -- runs ------------------------------------------------------------------------------
     threads: int = Field(128, ge=1, description="threads for blocking blocks")
+    # The heavy-work pools (dagwright/workpools.py): bounded, a call past the queue is a 429.
+    data_threads: int = Field(4, ge=1, description="threads for table work (queries, samples)")
+    data_queue_max: int = Field(32, ge=0, description="table calls waiting beyond which: 429")
+    evaluation_threads: int = Field(2, ge=1, description="threads for evaluations' scoring")
+    evaluation_queue_max: int = Field(8, ge=0, description="scorings waiting beyond which: 429")
+    evaluation_max_concurrency: int = Field(
+        8, ge=1, description="examples one in-process evaluation runs at once, at most"
+    )
+    api_threads: int = Field(8, ge=1, description="threads for the API's blocking calls")
+    pool_retry_after: float = Field(2.0, gt=0, description="Retry-After of a full pool's 429")
 
     # -- queue mode (services/queue, docs/deploy.md) ----------------------------------------
     queue: Literal["", "procrastinate"] = Field(

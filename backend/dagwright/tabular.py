@@ -58,6 +58,13 @@ class TableAccess:
         process's model gateway, built when first needed)."""
         return self._embedders(spec)
 
+    def interrupt_queries(self) -> None:
+        """Interrupts the engine's running queries, if it was opened (the server stops)."""
+        with self._lock:
+            engine = self._engine
+        if engine is not None:
+            engine.interrupt_queries()
+
     def close(self) -> None:
         """Closes the engine and its sources, if they were opened."""
         with self._lock:

@@ -371,3 +371,42 @@ async def test_a_run_cancelled_while_it_prepares_is_left_interrupted(
     resumed = await evaluations.run(row.id)
     assert resumed.status == "completed"
     assert len(evaluations.rows(row.id)) == 3
+
+
+async def test_an_in_process_evaluation_is_bounded_and_scores_on_its_pool(
+    evaluations: EvaluationService, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Whatever concurrency a caller asks for, at most the process's bound of examples run at
+    once; the scoring runs on the evaluation pool (composition.py gives both), not on the
+    loop's default executor, which answers the API."""
+    import dagwright.services.evaluations as module
+    from dagwright.workpools import PoolSize, WorkPool
+
+    evaluations.datasets.import_file("boundedrows", "generic", _generic_dataset(tmp_path / "f"))
+    _count_rows_app(evaluations, "rowcountbounded")
+    pool = WorkPool("evaluation", PoolSize(workers=1, queue_max=0))
+    evaluations.work, evaluations.max_concurrency = pool, 2
+    asked: list[int] = []
+    real_batch = module.run_batch
+
+    async def batch(*args: Any, concurrency: int, **kwargs: Any) -> None:
+        asked.append(concurrency)
+        await real_batch(*args, concurrency=concurrency, **kwargs)
+
+    monkeypatch.setattr(module, "run_batch", batch)
+    scored_on: list[str] = []
+    real_score = evaluations.score
+
+    def score(evaluation_id: str) -> Evaluation:
+        scored_on.append(threading.current_thread().name)
+        return real_score(evaluation_id)
+
+    monkeypatch.setattr(evaluations, "score", score)
+    row = evaluations.create("rowcountbounded", None, "boundedrows")
+    try:
+        done = await evaluations.run(row.id, concurrency=8)
+    finally:
+        pool.close()
+    assert done.status == "completed"
+    assert asked == [2]
+    assert scored_on == ["dagwright-evaluation-0"]

@@ -14,6 +14,7 @@ from fastapi import APIRouter, FastAPI, Request
 from starlette.routing import BaseRoute
 
 from dagwright.api.startup import Startup
+from dagwright.api.stopping import stop_first_on_signals
 from dagwright.settings import Settings
 
 if TYPE_CHECKING:
@@ -40,6 +41,7 @@ if TYPE_CHECKING:
     from dagwright.services.secret_store import DatabaseSecrets
     from dagwright.services.triggers import TriggerService
     from dagwright.tqa.service import TqaService
+    from dagwright.workpools import WorkPools
 
 
 @dataclass(slots=True)
@@ -56,6 +58,7 @@ class Services:
     endpoints: EndpointResolver
     mcp_stdio: StdioAllowList
     egress: EgressPolicy
+    pools: WorkPools  # heavy work's (dagwright/workpools.py): a route's table work goes there
     queue: RunQueue | None = None  # queue mode (services/queue): async runs go to workers
     # Built by start-up's second stage (api/startup.py): only its routes use them, and the
     # gate holds those until it is done.
@@ -152,6 +155,7 @@ def _prepare(process: Composition, load_routes: Callable[[], list[APIRouter]]) -
         endpoints=EndpointResolver(apps, keys),
         mcp_stdio=process.mcp_stdio(),
         egress=process.egress(),
+        pools=process.pools(),
         queue=process.run_queue(),  # None unless queue mode (docs/deploy.md)
     )
     return _Prepared(routers=routers, services=services)
@@ -248,6 +252,11 @@ async def serving(
         async def build() -> None:
             process = Composition(settings)
             stack.push_async_callback(process.aclose)  # last (callbacks run LIFO)
+            # Every `asyncio.to_thread` of a handler now waits on the API's own pool, never
+            # behind table work or scoring (their pools: dagwright/workpools.py).
+            loop = asyncio.get_running_loop()
+            process.pools().install_default(loop)
+            stop_first_on_signals(loop, process.stop_heavy_work)
             prepared = await asyncio.to_thread(_prepare, process, load_core)
             # Started in the thread, the writer is open; on the loop it also starts its
             # poller (cancel requests, recovery of the runs of dead processes).

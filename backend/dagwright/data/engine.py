@@ -35,6 +35,7 @@ import base64
 import contextlib
 import datetime
 import decimal
+import logging
 import math
 import os
 import secrets
@@ -59,6 +60,7 @@ from dagwright.data.streams import SourceStream
 from dagwright.errors import DataError, DataSourceError, QueryError, SqlRefusedError
 
 T = TypeVar("T")
+logger = logging.getLogger(__name__)
 # Rows per result batch: small enough that the byte cap is checked before a batch of wide
 # rows is large (8,192 rows of 10 kB: 80 MB).
 RESULT_BATCH_ROWS = 8_192
@@ -173,10 +175,32 @@ class QueryEngine:
         self._connection.execute("SET lock_configuration = true")
         self._lock = threading.Lock()
         self._overruns = 0  # queries still running past their deadline (see _Run)
+        self._stopping = False  # the server is stopping: no query starts (interrupt_queries)
         self._watch = _MemoryWatch()
 
     def close(self) -> None:
-        self._connection.close()
+        """Closes DuckDB. Queries still running (a server stopping mid-query: their threads
+        are abandoned, workpools.py) are interrupted first and given their grace to let go:
+        DuckDB refuses to close a connection a cursor of it is busy on. One that still holds
+        it is left to the exiting process, logged rather than failing the shutdown."""
+        running = self.interrupt_queries()
+        deadline = time.monotonic() + self.limits.grace_s * 5
+        for run in running:
+            run.done.wait(max(0.0, deadline - time.monotonic()))
+        try:
+            self._connection.close()
+        except duckdb.Error as exc:
+            logger.warning("DuckDB was left open at shutdown: a query still holds it (%s)", exc)
+
+    def interrupt_queries(self) -> list[_Run]:
+        """Interrupts every query running (the server is stopping): each fails at once with
+        ``shutting_down``. Returns them."""
+        with self._lock:
+            self._stopping = True  # and those about to start are refused (`query`, `_Run`)
+        running = self._watch.running()
+        for run in running:
+            run.interrupt("shutdown")
+        return running
 
     def query(
         self,
@@ -209,6 +233,9 @@ class QueryEngine:
             discard=lambda prepared: _close_streams(prepared[1]),
         )
         with self._lock:
+            if self._stopping:
+                _close_streams(streams)
+                raise _stopping_error()
             if self._overruns >= self.limits.max_overruns:
                 _close_streams(streams)
                 raise QueryError(
@@ -356,6 +383,8 @@ class _Run:
         timer.daemon = True
         worker = threading.Thread(target=self._execute, name="dagwright-query", daemon=True)
         self.engine._watch.add(self)
+        if self.engine._stopping:  # stopped after this query's start, before the watch had it
+            self.interrupt("shutdown")
         timer.start()
         worker.start()
         try:
@@ -384,6 +413,8 @@ class _Run:
         if self.abandoned:
             if self.reason == "memory":
                 raise self._memory_error()
+            if self.reason == "shutdown":
+                raise _stopping_error()
             raise QueryError(
                 f"the query ran past its time limit ({self.limit_s:g} s)", code="query_timeout"
             )
@@ -471,6 +502,8 @@ class _Run:
             message = message.replace(scan.name, str(scan.ref))
         if self.reason == "memory":
             return self._memory_error()
+        if self.reason == "shutdown":
+            return _stopping_error()
         if "max expression depth" in message.lower():
             return SqlRefusedError(
                 f"an expression of the SQL is nested more than {MAX_EXPRESSION_DEPTH} deep"
@@ -486,6 +519,10 @@ class _Run:
                 f"the query needs more memory than allowed: {message}", code="query_memory"
             )
         return QueryError(message, code="query_failed")
+
+
+def _stopping_error() -> QueryError:
+    return QueryError("the server is stopping: the query was interrupted", "shutting_down")
 
 
 class _MemoryWatch:
@@ -511,6 +548,10 @@ class _MemoryWatch:
     def remove(self, run: _Run) -> None:
         with self._lock:
             self._runs.discard(run)
+
+    def running(self) -> list[_Run]:
+        with self._lock:
+            return list(self._runs)
 
     def _loop(self) -> None:
         while True:

@@ -16,6 +16,7 @@ from dagwright.registry.registry import Registry
 from dagwright.registry.services import (
     APPS,
     AUTOTQA,
+    DATA_WORK,
     EGRESS,
     EXAMPLES,
     HUMAN,
@@ -36,6 +37,7 @@ __all__ = [
     "APPS",
     "AUTOTQA",
     "CATEGORIES",
+    "DATA_WORK",
     "DEFAULT_OUTPUT",
     "EGRESS",
     "EXAMPLES",

@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Final, TypeVar
+from typing import Any, Final, ParamSpec, TypeVar
 
-from dagwright.registry.services import BlockServices, Service
+from dagwright.registry.services import DATA_WORK, BlockServices, Service
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 
 @dataclass(slots=True)
@@ -139,3 +141,14 @@ class NodeContext:
         """The run's instance of a service the block declared (`needs=`), by its key
         (registry/services.py); MissingServiceError when the run was not given it."""
         return self._services.get(service)
+
+    async def table_work(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        """`fn(*args, **kwargs)` (sampling, discovery, a query) on the process's data pool
+        (`DATA_WORK`), never on the event loop's default executor, which answers the API.
+        The run was admitted (a full pool refuses new runs: RunService.admission), so a full
+        pool makes this call wait its turn, not fail the run half-done. A run not given the
+        pool (tests that build their own services; every process's runs are given it) uses a
+        thread."""
+        if self._services.provides(DATA_WORK):
+            return await self._services.get(DATA_WORK).run_queued(fn, *args, **kwargs)
+        return await asyncio.to_thread(fn, *args, **kwargs)

@@ -19,7 +19,16 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, Final, Generic, Protocol, TypeVar, runtime_checkable
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    Final,
+    Generic,
+    ParamSpec,
+    Protocol,
+    TypeVar,
+    runtime_checkable,
+)
 
 from dagwright.errors import DagwrightError
 
@@ -35,6 +44,7 @@ if TYPE_CHECKING:
     from dagwright.methods.data_copilot.library import InterfaceLibrary
 
 T = TypeVar("T")
+P = ParamSpec("P")
 
 
 class MissingServiceError(DagwrightError):
@@ -180,6 +190,20 @@ class AutoTqa(Protocol):
         ...
 
 
+class HeavyWork(Protocol):
+    """A bounded pool for one kind of heavy work (dagwright/workpools.py's `WorkPool`)."""
+
+    async def run(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        """`fn(*args, **kwargs)` on one of the pool's threads, awaited; refused at once
+        (PoolBusyError, HTTP 429) when the pool's queue is full: for work a request starts."""
+        ...
+
+    async def run_queued(self, fn: Callable[P, T], /, *args: P.args, **kwargs: P.kwargs) -> T:
+        """As `run`, waiting for room instead of refusing: for work already under way (a
+        running flow's next call), bounded where that work was admitted."""
+        ...
+
+
 # -- the keys --------------------------------------------------------------------------------
 
 MODELS: Final = Service[ModelAccess]("models", "model providers (the LLM gateway)")
@@ -209,6 +233,8 @@ EGRESS: Final[Service[EgressPolicy]] = Service(
 SOURCE_PATHS: Final[Service[SourcePaths]] = Service(
     "source_paths", "the local folders file and SQLite data may be read from"
 )
+# Where table work runs (sampling, discovery, queries): never the API's threads.
+DATA_WORK: Final = Service[HeavyWork]("data_work", "the data work pool (table work's threads)")
 
 
 # -- what a run is given ---------------------------------------------------------------------

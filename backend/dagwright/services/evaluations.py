@@ -29,6 +29,7 @@ from dagwright.evaluation.compare import Scored, compare
 from dagwright.evaluation.metrics.base import Item
 from dagwright.evaluation.report import ResultRow, build_report
 from dagwright.registry import Usage
+from dagwright.registry.services import HeavyWork
 from dagwright.services.datasets import DatasetService
 from dagwright.store.db import session
 from dagwright.store.evaluation_holds import EvaluationHolds, OrphanedEvaluation
@@ -160,6 +161,11 @@ class EvaluationService:
         self._apps = apps
         self._runs = runs
         self.datasets = datasets
+        # Where the scoring runs (the process's evaluation pool; composition.py): not the
+        # API's threads. None: a thread of the loop's default executor (tests, one-off tools).
+        self.work: HeavyWork | None = None
+        # Examples one in-process evaluation runs at once, whatever its caller asks for.
+        self.max_concurrency: int | None = None
 
     @property
     def apps(self) -> AppService:
@@ -310,6 +316,8 @@ class EvaluationService:
             if not preparing.cancelled() and preparing.exception() is None:
                 self._let_go(preparing.result()[0].id, "interrupted")
             raise
+        if self.max_concurrency is not None:
+            concurrency = min(concurrency, self.max_concurrency)
         try:
             target = self._target(row, version)
             todo = [e for e in examples if e.example_id not in done]
@@ -328,6 +336,8 @@ class EvaluationService:
             self._let_go(row.id, "interrupted")
             raise
         try:
+            if self.work is not None:  # waits its turn: the examples' results are in
+                return await self.work.run_queued(self.score, row.id)
             return await asyncio.to_thread(self.score, row.id)
         finally:
             await asyncio.to_thread(self._let_go, row.id)

@@ -101,13 +101,13 @@ async def delete_source(name: str, s: Deps) -> Response:
 async def check_source(name: str, s: Deps) -> dict[str, Any]:
     """Connect to the source and list its tables (502 `source_unreachable`/`source_auth`
     with the driver's message when it does not answer)."""
-    return await asyncio.to_thread(s.data.check, name)
+    return await s.pools.data.run(s.data.check, name)
 
 
 @router.get("/tables")
 async def list_tables(s: Deps) -> list[str]:
     """Every table of every source, as SQL names it: source.schema.table."""
-    refs = await asyncio.to_thread(lambda: s.data.engine().tables())
+    refs = await s.pools.data.run(lambda: s.data.engine().tables())
     return [str(ref) for ref in refs]
 
 
@@ -127,7 +127,7 @@ async def describe_table(
             described["sample"] = engine.sample(name, sample).records()
         return described
 
-    return await asyncio.to_thread(describe)
+    return await s.pools.data.run(describe)
 
 
 @router.post("/query")
@@ -150,4 +150,4 @@ async def run_query(body: QueryIn, s: Deps) -> dict[str, Any]:
             "reads": [vars(read) for read in result.reads],
         }
 
-    return await asyncio.to_thread(run)
+    return await s.pools.data.run(run)

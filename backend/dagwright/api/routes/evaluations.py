@@ -78,7 +78,7 @@ async def import_dataset(body: DatasetImportIn, s: Deps) -> dict[str, Any]:
     """Import a file on the server; its tables become data sources the flows can query."""
     # The same rule as a file source: only files under the source roots may be read.
     path = s.data.source_paths().check(body.path, "dataset import")
-    summary = await asyncio.to_thread(
+    summary = await s.pools.data.run(
         s.evaluations.datasets.import_file,
         body.name,
         body.kind,
@@ -126,7 +126,7 @@ async def upload_dataset(
             )
         return summary.to_dict()
 
-    return await asyncio.to_thread(work)
+    return await s.pools.data.run(work)
 
 
 @admin.get("/datasets/{name}")

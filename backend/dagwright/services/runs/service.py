@@ -45,6 +45,9 @@ CANCEL_POLL_INTERVAL: Final = 0.5  # seconds between looks for cancel requests o
 CANCEL_REASON: Final = "cancelled by request"
 HAND_OVER_REASON: Final = "its worker is stopping: another resumes it"
 _CANCELLED: Final = {"code": "cancelled", "message": CANCEL_REASON, "node": None}
+# The runs a caller waits for as it starts them (debug runs, published calls): refused with 429
+# when a pool they need is full (`RunService.admission`), before anything of them is written.
+ADMITTED_MODES: Final = frozenset({"debug", "published"})
 
 
 # -- the service -------------------------------------------------------------------------
@@ -80,6 +83,11 @@ class RunService:
         self._open_lock = threading.Lock()
         self._opened = False
         self._bounded: dict[float, Executor] = {}  # deadline -> an executor that keeps it
+        # Checks a new run a request starts (`ADMITTED_MODES`) against the heavy pools before
+        # it is recorded: given the names of the services its nodes need, raises
+        # (PoolBusyError, 429) when one it needs is full. Background runs (an evaluation's
+        # examples, conversations, resumes) were admitted with their work: they wait.
+        self.admission: Callable[[set[str]], None] | None = None
         # Exports each run's trace (telemetry/tracing.py) when a collector is configured.
         self.tracing: RunTracer | None = None
 
@@ -173,10 +181,13 @@ class RunService:
         deadline: float | None = None,
         traceparent: str | None = None,
     ) -> LiveRun:
-        """Record the run as running, then start it. Raises InputError (nothing recorded) for
+        """Record the run as running, then start it. Raises PoolBusyError (nothing recorded)
+        when `admission` refuses it, InputError (nothing recorded) for
         inputs the flow does not take. Nodes in `reuse` pass on the given outputs unrun. A
         run still going `deadline` seconds after it started fails with `run_timeout`. A traced
         run hangs under `traceparent` (a W3C header's value) when it is valid."""
+        if self.admission is not None and mode in ADMITTED_MODES:
+            self.admission({service.name for _, needs in plan.needs() for service in needs})
         row = self._new_row(plan, inputs, app_id, version_id, mode, parent_run_id, parent_node)
         run_id = row["id"]
         await self._ready()
