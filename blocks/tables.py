@@ -245,6 +245,37 @@ class SchemaLookupConfig(BaseModel):
     )
 
 
+# Candidates a question's tables are chosen from: this many per table asked for, at least
+# MIN_CANDIDATES; a catalogue no larger is taken whole (as before retrieval existed).
+CANDIDATES_PER_TABLE = 4
+MIN_CANDIDATES = 20
+
+
+def _candidates(
+    ctx: NodeContext, question: str, config: SchemaLookupConfig, sources: list[str] | None
+) -> list[str]:
+    """The tables a question's lookup describes and samples: the best matches of the stored
+    catalogue's index (plus the tables their foreign keys reference, which a join needs),
+    so a question's cost does not grow with the catalogue; every table when there are no
+    more than the candidates would be."""
+    scope: set[str] | None = None
+    for allowed in (config.sources, sources):
+        if allowed:
+            scope = set(allowed) if scope is None else scope & set(allowed)
+    catalogue = ctx.service(TABLES).catalogue()
+    wanted = max(CANDIDATES_PER_TABLE * config.top_tables, MIN_CANDIDATES)
+    found = catalogue.search(question, wanted, scope)  # reads a source never read before
+    if catalogue.size(scope) <= wanted:
+        refs = ctx.service(TABLES).engine().tables()
+        return [str(ref) for ref in refs if scope is None or ref.source in scope]
+    names = [entry.name for entry in found]
+    for entry in found:
+        for referenced in entry.references:
+            if referenced not in names and catalogue.entry(referenced) is not None:
+                names.append(referenced)
+    return names
+
+
 @block(
     "schema_lookup",
     category="tool",
@@ -255,7 +286,9 @@ class SchemaLookupConfig(BaseModel):
 async def schema_lookup(
     config: SchemaLookupConfig, ctx: NodeContext, question: str, sources: list[str] | None = None
 ) -> LookupOutput:
-    """Ranks every table and column against the question — by words (names split at case
+    """Finds the question's candidate tables in the stored catalogue's index (names,
+    comments, values; docs/data.md), then ranks those tables and their columns against the
+    question — by words (names split at case
     and underscores, comments, value examples; BM25) and, with an embedder, by meaning — and
     keeps the best tables, plus the tables their joins need (foreign keys). `schema` renders
     them in MAC-SQL's format with only the chosen columns; `tables` names them as the SQL
@@ -268,12 +301,7 @@ async def schema_lookup(
     engine = _engine(ctx)
 
     def gather() -> tuple[list[str], list[TableInfo], dict[str, pa.Table]]:
-        refs = [
-            ref
-            for ref in engine.tables()
-            if all(not allowed or ref.source in allowed for allowed in (config.sources, sources))
-        ]
-        names = [str(ref) for ref in refs]
+        names = _candidates(ctx, question, config, sources)
         return names, _infos(engine, names), _samples(engine, names, config.sample_rows)
 
     names, infos, samples = await asyncio.to_thread(gather)
