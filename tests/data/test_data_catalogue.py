@@ -286,3 +286,30 @@ async def test_schema_lookup_samples_only_the_candidates(
     )
     assert out["tables"][0].endswith(".kiln_firings")
     assert 0 < len(sampled) <= 20  # of 408 tables
+
+
+# -- the command line --------------------------------------------------------------------------
+
+
+def test_the_refresh_command_reads_then_keeps(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from typer.testing import CliRunner
+
+    from dagwright.cli.main import app
+
+    monkeypatch.setenv("DAGWRIGHT_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.delenv("DAGWRIGHT_DATABASE_URL", raising=False)
+    monkeypatch.delenv("DAGWRIGHT_SETTINGS", raising=False)
+    monkeypatch.chdir(tmp_path)  # no ./dagwright.toml
+    runner = CliRunner()
+    first = runner.invoke(app, ["data", "refresh", "hr"])
+    assert first.exit_code == 0, first.output
+    assert "hr: 2 tables, 2 read, 0 unchanged" in first.stdout
+    assert (tmp_path / "data" / "catalogue" / "hr.json").is_file()
+    every = runner.invoke(app, ["data", "refresh"])
+    assert every.exit_code == 0, every.output
+    assert "payroll: 1 tables, 1 read" in every.stdout
+    missing = runner.invoke(app, ["data", "refresh", "nope"])
+    assert missing.exit_code == 2
+    assert "source_not_found" in missing.output

@@ -116,7 +116,9 @@ class RefreshStatus:
     finished_at: float | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+        # Copied field by field: a background refresh may be adding to `failed` meanwhile.
+        shown = {name: getattr(self, name) for name in self.__slots__ if name != "failed"}
+        return {**shown, "failed": dict(self.failed)}
 
 
 class _SourceIndex:
