@@ -247,8 +247,8 @@ class SchemaLookupConfig(BaseModel):
 
 # Candidates a question's tables are chosen from: this many per table asked for, at least
 # MIN_CANDIDATES; a catalogue no larger is taken whole (as before retrieval existed).
-CANDIDATES_PER_TABLE = 4
-MIN_CANDIDATES = 20
+CANDIDATES_PER_TABLE = 2
+MIN_CANDIDATES = 10
 
 
 def _candidates(
