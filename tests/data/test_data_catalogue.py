@@ -313,3 +313,23 @@ def test_the_refresh_command_reads_then_keeps(
     missing = runner.invoke(app, ["data", "refresh", "nope"])
     assert missing.exit_code == 2
     assert "source_not_found" in missing.output
+
+
+def test_closing_stops_a_refresh_and_stores_nothing(tmp_path: Path) -> None:
+    folder, stored = tmp_path / "shop", tmp_path / "catalogue"
+    write_tables(folder, 20)
+    catalog, connector = counting_catalog(folder)
+    catalogue = TableCatalogue(catalog, CatalogueOptions(folder=stored))
+    read = connector.table_info
+
+    def closing_on_the_third(schema: str, table: str) -> TableInfo:
+        if table not in connector.infos and len(set(connector.infos)) == 2:
+            catalogue.close()  # as a server's shutdown does, mid-refresh
+        return read(schema, table)
+
+    connector.table_info = closing_on_the_third  # type: ignore[method-assign]
+    status = catalogue.refresh("shop")
+    assert status.state == "cancelled"
+    assert status.done == 3
+    assert status.done < status.tables
+    assert not (stored / "shop.json").exists()

@@ -100,9 +100,10 @@ class TableEntry:
 
 @dataclass(slots=True)
 class RefreshStatus:
-    """Where a source's refresh is: ``state`` running, done or failed; counts of tables
-    listed, done so far, read again, kept (unchanged) and dropped (gone), the tables that
-    could not be read (with why), and the error that stopped it."""
+    """Where a source's refresh is: ``state`` running, done, failed or cancelled (the
+    catalogue closed); counts of tables listed, done so far, read again, kept (unchanged)
+    and dropped (gone), the tables that could not be read (with why), and the error that
+    stopped it."""
 
     source: str
     state: str = "running"
@@ -166,6 +167,7 @@ class TableCatalogue:
         # Stale sources are refreshed here, one at a time, never on a request's thread.
         self._background = ThreadPoolExecutor(1, thread_name_prefix="dagwright-catalogue")
         self._pending: set[str] = set()
+        self._closing = threading.Event()  # set by close: a refresh under way stops
 
     # -- retrieval ---------------------------------------------------------------------------
 
@@ -284,7 +286,8 @@ class TableCatalogue:
                 raise
             finally:
                 status.finished_at = self._clock()
-            status.state = "done"
+            if status.state == "running":
+                status.state = "done"
             if progress is not None:
                 progress(status)
             return status
@@ -323,6 +326,10 @@ class TableCatalogue:
                 path.unlink()
 
     def close(self) -> None:
+        """Stops the worker: queued refreshes are dropped, a running one stops at its next
+        table without storing anything (a server's graceful shutdown does not wait for a
+        10,000-table read)."""
+        self._closing.set()
         self._background.shutdown(wait=False, cancel_futures=True)
 
     def _refresh(
@@ -345,6 +352,9 @@ class TableCatalogue:
         now = self._clock()
         entries: dict[str, TableEntry] = {}
         for ref in refs:
+            if self._closing.is_set():
+                status.state = "cancelled"  # the server stops: nothing half-done is stored
+                return
             name = str(ref)
             before = old.get(name)
             try:
@@ -501,5 +511,8 @@ def _fingerprint(connector: Connector) -> str:
     """What identifies the source's configuration (its kind and settings, which hold no
     secrets: those are named, not given)."""
     config = getattr(connector, "config", None)
-    dumped = config.model_dump_json() if isinstance(config, BaseModel) else repr(config)
+    if isinstance(config, BaseModel):
+        dumped = config.model_dump_json()
+    else:  # SQLite keeps its path only
+        dumped = repr(getattr(connector, "path", None))
     return hashlib.sha256(f"{connector.kind}\n{dumped}".encode()).hexdigest()[:32]
