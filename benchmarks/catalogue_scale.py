@@ -46,6 +46,7 @@ FIXTURES = ROOT / "tests" / "fixtures" / "evaluation"
 SIZES = (10, 100, 1000, 10_000)
 OVERHEAD_GOAL = 1.5  # overhead at the largest size / at the smallest
 RETRIEVAL_P95_GOAL_S = 0.050
+PG_TABLES_PER_BATCH = 200
 SEARCHES = 300  # retrieval calls timed per size
 REPEAT = 3  # block calls per question
 
@@ -296,11 +297,14 @@ def generated(size: int, seed: int = 7) -> Iterator[tuple[dict[str, Any], Path]]
     my = pymysql.connect(host="127.0.0.1", port=3306, user="root", password="", autocommit=True)
     try:
         with psycopg.connect(PG_URL, autocommit=True) as pg:
-            statements = [f"CREATE SCHEMA {schema}"]
-            for name, columns, rows in tables["pg"]:
-                statements += table_sql(lambda c: f'"{c}"', f"{schema}.", name, columns, rows)
-            with pg.transaction():
-                pg.execute("; ".join(statements).encode())  # one round trip: fast at 10,000
+            pg.execute(f"CREATE SCHEMA {schema}".encode())
+            # A few hundred tables per round trip (one implicit transaction each: all at
+            # once would exceed max_locks_per_transaction).
+            for start in range(0, len(tables["pg"]), PG_TABLES_PER_BATCH):
+                statements: list[str] = []
+                for name, columns, rows in tables["pg"][start : start + PG_TABLES_PER_BATCH]:
+                    statements += table_sql(lambda c: f'"{c}"', f"{schema}.", name, columns, rows)
+                pg.execute("; ".join(statements).encode())
         with my.cursor() as cursor:
             cursor.execute(f"CREATE DATABASE {database}")
             cursor.execute(f"USE {database}")
@@ -320,12 +324,32 @@ def generated(size: int, seed: int = 7) -> Iterator[tuple[dict[str, Any], Path]]
         }
         yield sources, folder
     finally:
-        with psycopg.connect(PG_URL, autocommit=True) as pg:
-            pg.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE".encode())
-        with my.cursor() as cursor:
-            cursor.execute(f"DROP DATABASE IF EXISTS {database}")
-        my.close()
-        shutil.rmtree(folder, ignore_errors=True)
+        try:
+            drop_schema(schema)
+        finally:
+            with my.cursor() as cursor:
+                cursor.execute(f"DROP DATABASE IF EXISTS {database}")
+            my.close()
+            shutil.rmtree(folder, ignore_errors=True)
+
+
+def drop_schema(schema: str) -> None:
+    """Drops a generated schema: its tables a batch at a time first (one DROP SCHEMA CASCADE
+    of thousands of tables exceeds max_locks_per_transaction)."""
+    import psycopg
+
+    with psycopg.connect(PG_URL, autocommit=True) as pg:
+        names = [
+            row[0]
+            for row in pg.execute(
+                "SELECT tablename FROM pg_tables WHERE schemaname = %s", (schema,)
+            ).fetchall()
+        ]
+        for start in range(0, len(names), PG_TABLES_PER_BATCH):
+            chosen = names[start : start + PG_TABLES_PER_BATCH]
+            listed = ", ".join(f'{schema}."{name}"' for name in chosen)
+            pg.execute(f"DROP TABLE IF EXISTS {listed}".encode())
+        pg.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE".encode())
 
 
 def expected(target: Target, sources: dict[str, Any]) -> str:
