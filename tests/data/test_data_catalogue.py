@@ -76,6 +76,23 @@ def test_every_table_of_a_folder_costs_one_path_check_per_file(
     assert counted.calls <= 406 + 2 * (len(tables) + 1)
 
 
+def test_a_folder_of_10000_files_is_listed_once(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    folder = tmp_path / "huge"
+    folder.mkdir()
+    for index in range(10_000):
+        (folder / f"t{index:05d}.csv").write_text("id\n1\n")
+    connector = files_source("huge", folder)
+    counted = CountingPaths(monkeypatch)
+    assert len(connector.tables("main")) == 10_000
+    listed = counted.calls
+    assert listed == 10_000 + 1  # each file once, and the folder
+    for index in range(0, 10_000, 200):  # 50 tables described: no file checked again
+        connector.table_info("main", f"t{index:05d}")
+    assert counted.calls == listed + 50  # the folder itself, once per call
+
+
 def test_a_file_added_renamed_or_replaced_by_a_symlink_is_seen(tmp_path: Path) -> None:
     folder = tmp_path / "live"
     write_tables(folder, 3)
