@@ -350,3 +350,24 @@ def test_closing_stops_a_refresh_and_stores_nothing(tmp_path: Path) -> None:
     assert status.done == 3
     assert status.done < status.tables
     assert not (stored / "shop.json").exists()
+
+
+def test_a_source_replaced_during_its_refresh_keeps_nothing_of_the_old(tmp_path: Path) -> None:
+    folder, stored = tmp_path / "shop", tmp_path / "catalogue"
+    write_tables(folder, 3)
+    catalog, connector = counting_catalog(folder)
+    catalogue = TableCatalogue(catalog, CatalogueOptions(folder=stored))
+    read = connector.table_info
+    other = tmp_path / "other"
+    write_tables(other, 0)
+
+    def replacing(schema: str, table: str) -> TableInfo:
+        if not connector.infos:
+            catalog.replace("shop", files_source("shop", other))  # as PUT /sources/shop does
+        return read(schema, table)
+
+    connector.table_info = replacing  # type: ignore[method-assign]
+    assert catalogue.refresh("shop").state == "cancelled"
+    assert not (stored / "shop.json").exists()
+    assert catalogue.search("ledger", 5) == []  # the new source, read afresh: no ledgers
+    assert catalogue.search("glacier", 1)[0].name == "shop.main.glacier_sites"

@@ -101,9 +101,9 @@ class TableEntry:
 @dataclass(slots=True)
 class RefreshStatus:
     """Where a source's refresh is: ``state`` running, done, failed or cancelled (the
-    catalogue closed); counts of tables listed, done so far, read again, kept (unchanged)
-    and dropped (gone), the tables that could not be read (with why), and the error that
-    stopped it."""
+    catalogue closed, or the source was replaced meanwhile); counts of tables listed, done
+    so far, read again, kept (unchanged) and dropped (gone), the tables that could not be
+    read (with why), and the error that stopped it."""
 
     source: str
     state: str = "running"
@@ -376,6 +376,13 @@ class TableCatalogue:
             if progress is not None and status.done % PROGRESS_EVERY == 0:
                 progress(status)
         status.dropped = len(set(old) - set(entries))
+        try:
+            current = self.catalog.source(source)
+        except DataError:
+            current = None
+        if current is not connector:
+            status.state = "cancelled"  # replaced or removed meanwhile: what was read is old
+            return
         stored = _Stored(fingerprint, now, entries, _SourceIndex(list(entries.values())))
         self._save(source, stored)
         with self._lock:
