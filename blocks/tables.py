@@ -283,6 +283,48 @@ class SchemaLookupConfig(BaseModel):
     )
 
 
+# Candidates a question's tables are chosen from: this many per table asked for, at least
+# MIN_CANDIDATES; a catalogue no larger is taken whole (as before retrieval existed).
+CANDIDATES_PER_TABLE = 2
+MIN_CANDIDATES = 10
+
+
+def _candidates(
+    ctx: NodeContext,
+    engine: QueryEngine,
+    question: str,
+    config: SchemaLookupConfig,
+    sources: list[str] | None,
+) -> list[str]:
+    """The tables a question's lookup describes and samples: the best matches of the stored
+    catalogue's index within the question's scope (plus the tables their foreign keys
+    reference, which a join needs), so a question's cost does not grow with the catalogue;
+    every table of the scope when there are no more than the candidates would be."""
+    from dagwright.data.catalog import TableRef
+
+    scope = _scope(engine, config.sources, sources)
+    in_sources = None if scope is None else list(scope.sources)
+    catalogue = ctx.service(TABLES).catalogue()
+    wanted = max(CANDIDATES_PER_TABLE * config.top_tables, MIN_CANDIDATES)
+    found = catalogue.search(question, wanted, in_sources)  # reads a source never read before
+    if catalogue.size(in_sources) <= wanted:
+        return [str(ref) for ref in engine.tables(scope)]
+    admitted = [
+        entry
+        for entry in found
+        if scope is None or scope.admits(TableRef(entry.source, entry.schema, entry.table))
+    ]
+    names = [entry.name for entry in admitted]
+    for entry in admitted:
+        for referenced in entry.references:
+            target = catalogue.entry(referenced)
+            if referenced in names or target is None:
+                continue
+            if scope is None or scope.admits(TableRef(target.source, target.schema, target.table)):
+                names.append(referenced)
+    return names
+
+
 @block(
     "schema_lookup",
     category="tool",
@@ -293,7 +335,9 @@ class SchemaLookupConfig(BaseModel):
 async def schema_lookup(
     config: SchemaLookupConfig, ctx: NodeContext, question: str, sources: list[str] | None = None
 ) -> LookupOutput:
-    """Ranks every table and column against the question — by words (names split at case
+    """Finds the question's candidate tables in the stored catalogue's index (names,
+    comments, values; docs/data.md), then ranks those tables and their columns against the
+    question — by words (names split at case
     and underscores, comments, value examples; BM25) and, with an embedder, by meaning — and
     keeps the best tables, plus the tables their joins need (foreign keys). `schema` renders
     them in MAC-SQL's format with only the chosen columns; `tables` names them as the SQL
@@ -306,8 +350,7 @@ async def schema_lookup(
     engine = _engine(ctx)
 
     def gather() -> tuple[list[str], list[TableInfo], dict[str, pa.Table]]:
-        scope = _scope(engine, config.sources, sources)
-        names = [str(ref) for ref in engine.tables(scope)]
+        names = _candidates(ctx, engine, question, config, sources)
         return names, _infos(engine, names), _samples(engine, names, config.sample_rows)
 
     names, infos, samples = await ctx.table_work(gather)

@@ -274,6 +274,7 @@ class Composition:
         def build() -> DataSourceService:
             from dagwright.services.data_sources import (
                 DataSourceService,
+                catalogue_options,
                 demo_folder,
                 limit_process_memory,
                 query_limits,
@@ -289,6 +290,7 @@ class Composition:
                 paths=self.source_paths,
                 embedders=self.embedder,
                 egress=self.egress,
+                catalogue=catalogue_options(self.settings),
             )
             self._stack.callback(data.close)
             return data

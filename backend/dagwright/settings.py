@@ -171,6 +171,12 @@ class Settings(BaseSettings):
     query_threads: int | None = Field(None, ge=1)
     query_temp_dir: str | None = None
     query_temp_size: str | None = None
+    # The stored table catalogue (docs/data.md, "The catalogue"): a source re-listed past
+    # catalogue_check_s, a table without a change stamp (databases) re-read past
+    # catalogue_ttl_s, catalogue_sample_rows rows read per table for its values.
+    catalogue_check_s: float = Field(60.0, ge=0)
+    catalogue_ttl_s: float = Field(3600.0, ge=0)
+    catalogue_sample_rows: int = Field(20, ge=0, le=1000)
     sandbox_bwrap: str = ""
     sandbox_allow_unisolated: bool = False
     # The host-wide sandbox budget (docs/security/sandbox.md); 0: derived from the machine.

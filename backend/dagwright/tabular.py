@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from dagwright.data.engine import QueryEngine
+    from dagwright.data.table_catalogue import CatalogueOptions, TableCatalogue
     from dagwright.embedding.embedder import Embedder
 
 # An embedder by its spec ("hashing:256", "minilm", "openai:<provider>"): the process's.
@@ -40,18 +41,35 @@ class TableAccess:
     embedders that rank its tables by meaning (`embedders`: the process's)."""
 
     def __init__(
-        self, factory: Callable[[], QueryEngine], embedders: EmbedderFactory | None = None
+        self,
+        factory: Callable[[], QueryEngine],
+        embedders: EmbedderFactory | None = None,
+        catalogue: CatalogueOptions | None = None,
     ) -> None:
+        """``catalogue``: where and how the stored table catalogue is kept (None: in
+        memory, with its defaults)."""
         self._factory = factory
         self._embedders = embedders or _local_embedders()
         self._lock = threading.Lock()
         self._engine: QueryEngine | None = None
+        self._catalogue_options = catalogue
+        self._catalogue: TableCatalogue | None = None
 
     def engine(self) -> QueryEngine:
         with self._lock:
             if self._engine is None:
                 self._engine = self._factory()
             return self._engine
+
+    def catalogue(self) -> TableCatalogue:
+        """The stored catalogue of the engine's tables, the index questions search."""
+        from dagwright.data.table_catalogue import TableCatalogue
+
+        engine = self.engine()
+        with self._lock:
+            if self._catalogue is None:
+                self._catalogue = TableCatalogue(engine.catalog, self._catalogue_options)
+            return self._catalogue
 
     def embedder(self, spec: str) -> Embedder:
         """The embedder of this spec, as the process makes it (a provider's goes through the
@@ -69,6 +87,9 @@ class TableAccess:
         """Closes the engine and its sources, if they were opened."""
         with self._lock:
             engine, self._engine = self._engine, None
+            catalogue, self._catalogue = self._catalogue, None
+        if catalogue is not None:
+            catalogue.close()
         if engine is not None:
             engine.catalog.close()
             engine.close()

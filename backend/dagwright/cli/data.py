@@ -109,6 +109,36 @@ def describe(
         typer.echo(mac_sql_schema([engine.table_info(name)], samples, names=[name]))
 
 
+@data_app.command("refresh")
+def refresh(
+    source: Annotated[
+        str | None, typer.Argument(help="The source to refresh (default: every source).")
+    ] = None,
+    force: Annotated[
+        bool, typer.Option("--force", help="Read every table again, changed or not.")
+    ] = False,
+) -> None:
+    """Read the sources' tables into the stored catalogue the schema lookup searches: new
+    and changed tables (file stamps; databases past the TTL), or all with --force."""
+    from dagwright.data.table_catalogue import RefreshStatus
+
+    def progress(status: RefreshStatus) -> None:
+        typer.echo(f"  {status.source}: {status.done}/{status.tables} tables", err=True)
+
+    with _opened() as service:
+        names = [source] if source else [entry.name for entry in service.list()]
+        catalogue = service.catalogue()
+        for name in names:
+            service.get(name)
+            status = catalogue.refresh(name, force=force, progress=progress)
+            typer.echo(
+                f"{name}: {status.tables} tables, {status.read} read, {status.kept} unchanged,"
+                f" {status.dropped} gone, {len(status.failed)} failed"
+            )
+            for table, why in status.failed.items():
+                typer.echo(f"  {table}: {why}", err=True)
+
+
 @data_app.command("query")
 def query(
     sql: Annotated[str, typer.Argument(help="One read-only SELECT or WITH query.")],

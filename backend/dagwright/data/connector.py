@@ -174,6 +174,12 @@ class Connector(ABC):
         says, with ``split.filters`` applied (other rows may be included: the engine filters
         again)."""
 
+    def table_stamp(self, schema: str, table: str) -> str | None:
+        """Something that changes when the table's data or shape does, cheap to ask (a
+        file's size and mtime), or None when the source has nothing cheaper than reading
+        the table's metadata again (the stored catalogue then re-reads it after a TTL)."""
+        return None
+
     def close(self) -> None:  # noqa: B027 - most connectors hold nothing between calls
         """Releases what the connector holds (pools, clients)."""
 

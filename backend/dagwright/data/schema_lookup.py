@@ -201,11 +201,21 @@ def _bm25(query: list[str], documents: list[list[str]]) -> list[float]:
         for token in set(query):
             tf = counts.get(token, 0)
             if tf:
-                df = frequency[token]
-                idf = math.log(1 + (len(documents) - df + 0.5) / (df + 0.5))
-                score += idf * tf * (_K1 + 1) / (tf + norm)
+                score += _weighted(tf, frequency[token], len(documents), norm)
         scores.append(score)
     return scores
+
+
+def bm25_term(tf: int, df: int, count: int, length: int, average: float) -> float:
+    """One query word's BM25 score in a document of ``length`` words holding it ``tf``
+    times, ``df`` of the ``count`` documents (of ``average`` length) holding it: the
+    scoring `lookup` uses, for an index kept across questions (data/table_catalogue.py)."""
+    return _weighted(tf, df, count, _K1 * (1 - _B + _B * length / average))
+
+
+def _weighted(tf: int, df: int, count: int, norm: float) -> float:
+    idf = math.log(1 + (count - df + 0.5) / (df + 0.5))
+    return idf * tf * (_K1 + 1) / (tf + norm)
 
 
 def _scaled(scores: list[float]) -> list[float]:

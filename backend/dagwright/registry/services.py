@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from dagwright.data.connectors.common import SourcePaths
     from dagwright.data.engine import QueryEngine
     from dagwright.data.isolation import SandboxSettings
+    from dagwright.data.table_catalogue import TableCatalogue
     from dagwright.egress import EgressPolicy
     from dagwright.embedding.embedder import Embedder
     from dagwright.embedding.service import Hit
@@ -124,6 +125,8 @@ class Tables(Protocol):
     tables by meaning (a provider's through the process's model gateway)."""
 
     def engine(self) -> QueryEngine: ...
+
+    def catalogue(self) -> TableCatalogue: ...
 
     def embedder(self, spec: str) -> Embedder: ...
 

@@ -36,6 +36,7 @@ if TYPE_CHECKING:
     from dagwright.data.connectors.common import SourcePaths
     from dagwright.data.engine import QueryEngine
     from dagwright.data.limits import QueryLimits
+    from dagwright.data.table_catalogue import CatalogueOptions, RefreshStatus
     from dagwright.egress import EgressPolicy
     from dagwright.tabular import EmbedderFactory
 
@@ -166,6 +167,18 @@ def engine_over(
     return QueryEngine(catalog, limits or QueryLimits())
 
 
+def catalogue_options(settings: Settings) -> CatalogueOptions:
+    """The stored table catalogue's settings: kept in `<data dir>/catalogue`."""
+    from dagwright.data.table_catalogue import CatalogueOptions
+
+    return CatalogueOptions(
+        folder=settings.data_dir / "catalogue",
+        check_s=settings.catalogue_check_s,
+        ttl_s=settings.catalogue_ttl_s,
+        sample_rows=settings.catalogue_sample_rows,
+    )
+
+
 def demo_folder(settings: Settings) -> Path | None:
     """Where the Figure 1 demo sources are built; None when DAGWRIGHT_DEMO_SOURCES=0."""
     return settings.data_dir / "demo" if settings.demo_sources else None
@@ -185,6 +198,7 @@ def settings_table_access(
     return TableAccess(
         lambda: engine_over(fixed, secrets, limits, paths(), egress() if egress else None),
         embedders,
+        catalogue_options(settings),
     )
 
 
@@ -203,10 +217,12 @@ class DataSourceService(TableAccess):
         paths: Callable[[], SourcePaths],
         embedders: EmbedderFactory | None = None,
         egress: Callable[[], EgressPolicy] | None = None,
+        catalogue: CatalogueOptions | None = None,
     ) -> None:
         """``paths``: the rule local file and SQLite sources are read under (the process's
         source roots, never the data directory's own files). ``embedders``: what
-        `embedder(spec)` answers with (schema_lookup's ranking by meaning)."""
+        `embedder(spec)` answers with (schema_lookup's ranking by meaning). ``catalogue``:
+        where the stored table catalogue is kept (None: in memory)."""
         self._db = engine
         self._secrets = secrets
         self._file_sources = {name: dict(s) for name, s in (file_sources or {}).items()}
@@ -215,7 +231,7 @@ class DataSourceService(TableAccess):
         self._given_paths = paths
         self._egress = egress  # where http_json sources may connect (None: the default)
         self._paths: SourcePaths | None = None
-        super().__init__(self._build_engine, embedders)
+        super().__init__(self._build_engine, embedders, catalogue)
 
     def source_paths(self) -> SourcePaths:
         """The rule file and SQLite sources are checked against, with the demo's folder
@@ -271,6 +287,7 @@ class DataSourceService(TableAccess):
         opened = self._opened()
         if opened is not None:
             opened.catalog.replace(name, connector)
+            self.catalogue().forget(name)  # what it read of the old configuration
         else:
             connector.close()
         return SourceEntry(name, kind, dict(config), description, "api")
@@ -288,6 +305,7 @@ class DataSourceService(TableAccess):
         opened = self._opened()
         if opened is not None:
             opened.catalog.remove(name)
+            self.catalogue().forget(name)
 
     # -- the engine ------------------------------------------------------------------------
 
@@ -310,6 +328,21 @@ class DataSourceService(TableAccess):
         catalog = self.engine().catalog
         catalog.refresh(name)
         return {"name": name, "tables": [str(ref) for ref in catalog.table_refs(name)]}
+
+    def refresh(self, name: str, *, force: bool = False) -> RefreshStatus:
+        """Reads the source's tables into the stored catalogue now (those changed, new,
+        or past the TTL; ``force``: all), returning what was done."""
+        self.get(name)
+        return self.catalogue().refresh(name, force=force)
+
+    def start_refresh(self, name: str, *, force: bool = False) -> RefreshStatus:
+        """Starts that refresh in the background (the API's: a large source takes long)."""
+        self.get(name)
+        return self.catalogue().start_refresh(name, force=force)
+
+    def refresh_status(self, name: str) -> RefreshStatus | None:
+        self.get(name)
+        return self.catalogue().status(name)
 
 
 def _entry(name: str, settings: Mapping[str, Any], description: str, origin: Origin) -> SourceEntry:

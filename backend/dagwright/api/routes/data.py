@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from dagwright.api.routes.access import Admin
 from dagwright.api.state import Services, services
-from dagwright.errors import InputError
+from dagwright.errors import InputError, NotFoundError
 
 if TYPE_CHECKING:
     from dagwright.data.connector import TableInfo
@@ -102,6 +102,26 @@ async def check_source(name: str, s: Deps) -> dict[str, Any]:
     """Connect to the source and list its tables (502 `source_unreachable`/`source_auth`
     with the driver's message when it does not answer)."""
     return await s.pools.data.run(s.data.check, name)
+
+
+@router.post("/sources/{name}/refresh", status_code=202)
+async def refresh_source(
+    name: str, s: Deps, force: Annotated[bool, Query()] = False
+) -> dict[str, Any]:
+    """Start reading the source's tables into the stored catalogue (new and changed ones;
+    `force`: all) in the background; the answer, and `GET` on this path, say how far it
+    is (`state`, `done` of `tables`, `read`, `kept`, `dropped`, `failed`)."""
+    status = await asyncio.to_thread(s.data.start_refresh, name, force=force)
+    return status.to_dict()
+
+
+@router.get("/sources/{name}/refresh")
+async def refresh_status(name: str, s: Deps) -> dict[str, Any]:
+    """The source's latest catalogue refresh in this server (404 when none ran)."""
+    status = await asyncio.to_thread(s.data.refresh_status, name)
+    if status is None:
+        raise NotFoundError(f"no refresh of source {name!r} ran in this server", "not_found")
+    return status.to_dict()
 
 
 @router.get("/tables")

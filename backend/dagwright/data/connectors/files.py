@@ -96,6 +96,9 @@ class FilesConnector(Connector):
         self._lock = threading.Lock()
         # Inferring a CSV or JSON schema reads the files: kept until a file changes.
         self._infos: dict[str, tuple[tuple[tuple[str, int, int], ...], TableInfo]] = {}
+        # The last listing: (root, each folder's stamp, the tables), kept until a folder's
+        # stamp changes (see _discover).
+        self._listed: tuple[Path, dict[str, tuple[int, int]], dict[str, _FileTable]] | None = None
 
     @classmethod
     def from_config(
@@ -183,7 +186,13 @@ class FilesConnector(Connector):
 
     def _discover(self) -> dict[str, _FileTable]:
         """The tables under ``path`` now (files appear and vanish between calls), each file
-        resolved and checked against the source roots."""
+        resolved and checked against the source roots once per listing.
+
+        The listing is kept while the folders' own stamps (mtime, inode) are unchanged: a
+        file added, removed or renamed in a folder changes that folder's mtime, so asking
+        for one table of a folder of 10,000 files costs a stat of each folder, not a walk
+        (it was a walk with a realpath of every file per table: quadratic). A file whose
+        content changes keeps its name: its table's metadata is re-read by ``stamp``."""
         try:
             root = self.paths.check(self.config.path, self.source, strict=True)
         except OSError:
@@ -198,24 +207,45 @@ class FilesConnector(Connector):
                 code="source_unreachable",
                 source=self.source,
             )
+        with self._lock:
+            listed = self._listed
+        if listed is not None and listed[0] == root and _folders_unchanged(listed[1]):
+            return listed[2]
+        folders: dict[str, tuple[int, int]] = {}
+        found = self._walk(root, folders)
+        with self._lock:
+            self._listed = (root, folders, found)
+        return found
+
+    def _walk(self, root: Path, folders: dict[str, tuple[int, int]]) -> dict[str, _FileTable]:
+        """One scandir pass over the folder (sub-folders walked once each), recording each
+        folder's stamp in ``folders``."""
+        folders[str(root)] = _folder_stamp(str(root))
         found: dict[str, _FileTable] = {}
-        for child in sorted(root.iterdir()):
-            if child.name.startswith((".", "_")):
+        with os.scandir(root) as listing:
+            entries = sorted(listing, key=lambda entry: entry.name)
+        for entry in entries:
+            if entry.name.startswith((".", "_")):
                 continue  # hidden files, _SUCCESS markers...
-            if child.is_file() and (fmt := self._format_of(child)):
+            child = Path(entry.path)
+            if entry.is_file() and (fmt := self._format_of(child)):
                 # Two files with one stem (a.csv, a.json): the second keeps its extension.
                 name = child.stem if child.stem not in found else child.name
                 found[name] = self._table(fmt, [child])
-            elif child.is_dir():
-                files = sorted(
-                    path
-                    for path in child.rglob("*")
-                    if path.is_file() and not path.name.startswith((".", "_"))
-                )
+            elif entry.is_dir():
+                files = sorted(_files_under(entry.path, folders))
                 formats = {self._format_of(path) for path in files}
                 if len(formats) == 1 and (fmt := formats.pop()):
-                    found[child.name] = self._table(fmt, files)
+                    found[entry.name] = self._table(fmt, files)
         return found
+
+    def table_stamp(self, schema: str, table: str) -> str | None:
+        """The sizes and mtimes of the table's files: what changes when its data does."""
+        found = self._find(schema, table)
+        try:
+            return repr(found.stamp())
+        except FileNotFoundError:
+            return None
 
     def _table(self, fmt: FileFormat, files: Sequence[Path]) -> _FileTable:
         """A table of these files, by their resolved paths; refused when one of them leads
@@ -277,6 +307,33 @@ class FilesConnector(Connector):
             code="bad_value",
             source=self.source,
         )
+
+
+def _folder_stamp(folder: str) -> tuple[int, int]:
+    """What changes when a folder's entries do: its mtime (and inode: replaced whole)."""
+    try:
+        stat = os.stat(folder)
+    except OSError:
+        return (-1, -1)
+    return (stat.st_mtime_ns, stat.st_ino)
+
+
+def _folders_unchanged(folders: Mapping[str, tuple[int, int]]) -> bool:
+    return all(_folder_stamp(folder) == stamp for folder, stamp in folders.items())
+
+
+def _files_under(folder: str, folders: dict[str, tuple[int, int]]) -> Iterator[Path]:
+    """The data files under ``folder`` at any depth (hidden and ``_`` names skipped), each
+    folder's stamp recorded in ``folders``; symlinked folders are not followed (rglob's
+    rule)."""
+    folders[folder] = _folder_stamp(folder)
+    with os.scandir(folder) as listing:
+        entries = list(listing)
+    for entry in entries:
+        if entry.is_dir(follow_symlinks=False):
+            yield from _files_under(entry.path, folders)
+        elif entry.is_file() and not entry.name.startswith((".", "_")):
+            yield Path(entry.path)
 
 
 def _read_json(path: Path) -> pa.Table:

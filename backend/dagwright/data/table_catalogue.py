@@ -1,0 +1,525 @@
+"""The stored table catalogue: what every table of every source is (columns, types,
+comments, keys, row estimate, a few distinct values per column), read once per source, kept
+on disk, refreshed incrementally, and indexed for retrieval.
+
+A question used to describe and sample every table of every source before ranking them
+(`schema_lookup`): its cost grew with the catalogue. Here the reading happens once, at
+refresh, and a question asks the index (BM25 over table and column names, comments and
+values, scored as data/schema_lookup.py scores) for its candidate tables; only those are then
+described and sampled.
+
+Freshness, per table:
+
+- a source whose connector has a cheap change stamp (files: each file's size and mtime)
+  re-reads exactly the tables whose stamp changed;
+- one without (databases) re-reads a table once its entry is older than ``ttl_s``;
+- a source is re-listed (new tables read, vanished ones dropped) when its catalogue is older
+  than ``check_s``: in the background, a question meanwhile answered from what is stored.
+  Only a source never read before is read while the question waits.
+
+Kept as one JSON file per source in ``<data dir>/catalogue`` (not in the store database):
+it is a cache of what the sources say, rebuilt from them at will, written by whichever
+process refreshes, and as large as the catalogue (values included); a file per source is
+replaced atomically and needs no migration. A file that does not parse, or was written for
+another configuration of the source, is ignored and the source read again.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import heapq
+import json
+import logging
+import os
+import tempfile
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+from pydantic import BaseModel
+
+from dagwright.data.catalog import Catalog, TableRef
+from dagwright.data.connector import Connector, TableInfo
+from dagwright.data.schema_lookup import bm25_term, words
+from dagwright.errors import DataError
+
+log = logging.getLogger(__name__)
+
+FORMAT_VERSION = 1
+MAX_VALUE_CHARS = 100  # a value longer than this is cut: a document, not a copy of the data
+PROGRESS_EVERY = 50  # tables between two progress reports
+DRAIN_ROWS = 20_000  # a sampled table this small is read to its end (see _values)
+
+
+@dataclass(frozen=True, slots=True)
+class CatalogueOptions:
+    """``folder``: where the catalogue is kept (None: in memory only). ``check_s``: a
+    source's catalogue older than this is re-listed. ``ttl_s``: a table without a change
+    stamp is re-read past this age. ``sample_rows``: rows read per table for its distinct
+    values (0: none), at most ``max_values`` values kept per column."""
+
+    folder: Path | None = None
+    check_s: float = 60.0
+    ttl_s: float = 3600.0
+    sample_rows: int = 20
+    max_values: int = 20
+
+
+@dataclass(slots=True)
+class TableEntry:
+    """What the catalogue knows of one table."""
+
+    name: str  # source.schema.table, as SQL names it
+    source: str
+    schema: str
+    table: str
+    columns: list[tuple[str, str, str | None]]  # name, source type, comment
+    comment: str | None
+    row_estimate: int | None
+    primary_key: list[str]
+    references: list[str]  # the tables its foreign keys point at (source.schema.table)
+    values: dict[str, list[str]]  # column -> distinct sample values
+    stamp: str | None  # the connector's change stamp when it read the table
+    read_at: float  # wall-clock seconds
+
+    def words(self) -> list[str]:
+        """The table's document: its name twice (the strongest hint), its comment, each
+        column's name, comment and values."""
+        parts = [self.table, self.table, self.comment or ""]
+        for name, _, comment in self.columns:
+            parts += [name, comment or "", " ".join(self.values.get(name, ()))]
+        return words(" ".join(parts))
+
+
+@dataclass(slots=True)
+class RefreshStatus:
+    """Where a source's refresh is: ``state`` running, done, failed or cancelled (the
+    catalogue closed, or the source was replaced meanwhile); counts of tables listed, done
+    so far, read again, kept (unchanged) and dropped (gone), the tables that could not be
+    read (with why), and the error that stopped it."""
+
+    source: str
+    state: str = "running"
+    tables: int = 0
+    done: int = 0
+    read: int = 0
+    kept: int = 0
+    dropped: int = 0
+    failed: dict[str, str] = field(default_factory=dict)
+    error: str | None = None
+    started_at: float = 0.0
+    finished_at: float | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        # Copied field by field: a background refresh may be adding to `failed` meanwhile.
+        shown = {name: getattr(self, name) for name in self.__slots__ if name != "failed"}
+        return {**shown, "failed": dict(self.failed)}
+
+
+class _SourceIndex:
+    """The postings of one source's table documents: token -> [(entry, term count)]."""
+
+    def __init__(self, entries: Sequence[TableEntry]) -> None:
+        self.entries = list(entries)
+        self.lengths: list[int] = []
+        self.postings: dict[str, list[tuple[int, int]]] = {}
+        for index, entry in enumerate(self.entries):
+            counts = Counter(entry.words())
+            self.lengths.append(sum(counts.values()))
+            for token, count in counts.items():
+                self.postings.setdefault(token, []).append((index, count))
+        self.total_length = sum(self.lengths)
+
+
+@dataclass(slots=True)
+class _Stored:
+    fingerprint: str
+    checked_at: float  # wall clock: when the source was last listed
+    entries: dict[str, TableEntry]
+    index: _SourceIndex
+
+
+class TableCatalogue:
+    """The catalogue of every source of ``catalog``. Thread-safe: questions search while a
+    source refreshes (its index is swapped whole when the refresh ends)."""
+
+    def __init__(
+        self,
+        catalog: Catalog,
+        options: CatalogueOptions | None = None,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.catalog = catalog
+        self.options = options or CatalogueOptions()
+        self._clock = clock
+        self._lock = threading.Lock()
+        self._stored: dict[str, _Stored] = {}
+        self._status: dict[str, RefreshStatus] = {}
+        self._source_locks: dict[str, threading.Lock] = {}
+        # Stale sources are refreshed here, one at a time, never on a request's thread.
+        self._background = ThreadPoolExecutor(1, thread_name_prefix="dagwright-catalogue")
+        self._pending: set[str] = set()
+        self._closing = threading.Event()  # set by close: a refresh under way stops
+
+    # -- retrieval ---------------------------------------------------------------------------
+
+    def search(
+        self, question: str, k: int, sources: Iterable[str] | None = None
+    ) -> list[TableEntry]:
+        """The ``k`` tables whose documents best match ``question`` (BM25), best first, of
+        ``sources`` (None: every source); tables matching no word of it are not returned. A
+        source never read is read first; a stale one is refreshed in the background."""
+        indexes = self._indexes(sources)
+        query = set(words(question))
+        count = sum(len(index.entries) for index in indexes)
+        if not query or count == 0:
+            return []
+        average = sum(index.total_length for index in indexes) / count or 1.0
+        frequency = {
+            token: sum(len(index.postings.get(token, ())) for index in indexes) for token in query
+        }
+        scores: dict[tuple[int, int], float] = {}
+        for which, index in enumerate(indexes):
+            for token in query:
+                df = frequency[token]
+                for entry, tf in index.postings.get(token, ()):
+                    key = (which, entry)
+                    term = bm25_term(tf, df, count, index.lengths[entry], average)
+                    scores[key] = scores.get(key, 0.0) + term
+        best = heapq.nlargest(k, scores.items(), key=lambda item: (item[1], -item[0][0]))
+        return [indexes[which].entries[entry] for (which, entry), _ in best]
+
+    def entry(self, name: str) -> TableEntry | None:
+        """The stored entry of ``source.schema.table``, if any (never reads a source)."""
+        with self._lock:
+            stored = self._stored.get(name.split(".", 1)[0])
+        return stored.entries.get(name) if stored is not None else None
+
+    def size(self, sources: Iterable[str] | None = None) -> int:
+        """How many tables the catalogue holds (of ``sources``), reading none."""
+        with self._lock:
+            chosen = self._stored if sources is None else set(sources)
+            return sum(len(self._stored[s].entries) for s in chosen if s in self._stored)
+
+    def _indexes(self, sources: Iterable[str] | None) -> list[_SourceIndex]:
+        names = self.catalog.names()
+        wanted = names if sources is None else [name for name in names if name in set(sources)]
+        indexes = []
+        for name in wanted:
+            stored = self._ready(name)
+            if stored is not None:
+                indexes.append(stored.index)
+        return indexes
+
+    def _ready(self, source: str) -> _Stored | None:
+        """The source's stored catalogue: from memory, else from its file, else read now
+        (None when it cannot be read: a source that is down has no candidates). A stale one
+        is returned as it is and refreshed in the background."""
+        with self._lock:
+            stored = self._stored.get(source)
+        if stored is None:
+            stored = self._load(source)
+            if stored is None:
+                try:
+                    self.refresh(source)
+                except DataError as exc:
+                    log.warning("catalogue: source %s could not be read: %s", source, exc)
+                    return None
+                with self._lock:
+                    return self._stored.get(source)
+            with self._lock:
+                self._stored.setdefault(source, stored)
+        if self._clock() - stored.checked_at >= self.options.check_s:
+            self._refresh_later(source)
+        return stored
+
+    def _refresh_later(self, source: str) -> None:
+        with self._lock:
+            if source in self._pending:
+                return
+            self._pending.add(source)
+
+        def run() -> None:
+            try:
+                self.refresh(source)
+            except DataError as exc:
+                log.warning("catalogue: refreshing source %s failed: %s", source, exc)
+            finally:
+                with self._lock:
+                    self._pending.discard(source)
+
+        self._background.submit(run)
+
+    # -- refreshing --------------------------------------------------------------------------
+
+    def refresh(
+        self,
+        source: str,
+        *,
+        force: bool = False,
+        progress: Callable[[RefreshStatus], None] | None = None,
+    ) -> RefreshStatus:
+        """Lists the source's tables and reads those that are new, changed (their stamp) or,
+        without a stamp, older than the TTL (``force``: every table); stores and indexes the
+        result. A table that cannot be read is reported in ``failed`` and keeps its previous
+        entry; a source that cannot be listed raises its DataError (what is stored stays)."""
+        connector = self.catalog.source(source)  # source_not_found for an unknown name
+        with self._source_lock(source):
+            status = RefreshStatus(source, started_at=self._clock())
+            with self._lock:
+                self._status[source] = status
+            try:
+                self._refresh(source, connector, force, status, progress)
+            except DataError as exc:
+                status.state, status.error = "failed", f"{exc.code}: {exc.message}"
+                raise
+            except BaseException as exc:
+                status.state, status.error = "failed", repr(exc)
+                raise
+            finally:
+                status.finished_at = self._clock()
+            if status.state == "running":
+                status.state = "done"
+            if progress is not None:
+                progress(status)
+            return status
+
+    def start_refresh(self, source: str, *, force: bool = False) -> RefreshStatus:
+        """Starts a refresh in the background (unless one runs) and returns its status."""
+        self.catalog.source(source)  # source_not_found now, not in the background
+        with self._lock:
+            running = self._status.get(source)
+            if running is not None and running.state == "running":
+                return running
+            status = RefreshStatus(source, started_at=self._clock())
+            self._status[source] = status  # what `status` shows until the refresh starts
+
+        def run() -> None:
+            try:
+                self.refresh(source, force=force)
+            except BaseException as exc:  # the status says what failed
+                log.warning("catalogue: refreshing source %s failed: %s", source, exc)
+
+        self._background.submit(run)
+        return status
+
+    def status(self, source: str) -> RefreshStatus | None:
+        """The latest refresh of the source in this process (None: none yet)."""
+        with self._lock:
+            return self._status.get(source)
+
+    def forget(self, source: str) -> None:
+        """Drops what is stored of a source (it was replaced or removed)."""
+        with self._lock:
+            self._stored.pop(source, None)
+        path = self._path(source)
+        if path is not None:
+            with contextlib.suppress(FileNotFoundError):
+                path.unlink()
+
+    def close(self) -> None:
+        """Stops the worker: queued refreshes are dropped, a running one stops at its next
+        table without storing anything (a server's graceful shutdown does not wait for a
+        10,000-table read)."""
+        self._closing.set()
+        self._background.shutdown(wait=False, cancel_futures=True)
+
+    def _refresh(
+        self,
+        source: str,
+        connector: Connector,
+        force: bool,
+        status: RefreshStatus,
+        progress: Callable[[RefreshStatus], None] | None,
+    ) -> None:
+        fingerprint = _fingerprint(connector)
+        with self._lock:
+            previous = self._stored.get(source)
+        if previous is None:
+            previous = self._load(source)
+        old = previous.entries if previous and previous.fingerprint == fingerprint else {}
+        self.catalog.refresh(source)  # list the source anew, not from the metadata cache
+        refs = self.catalog.table_refs(source)
+        status.tables = len(refs)
+        now = self._clock()
+        entries: dict[str, TableEntry] = {}
+        for ref in refs:
+            if self._closing.is_set():
+                status.state = "cancelled"  # the server stops: nothing half-done is stored
+                return
+            name = str(ref)
+            before = old.get(name)
+            try:
+                stamp = connector.table_stamp(ref.schema, ref.table)
+            except DataError:
+                stamp = None
+            if not force and before is not None and self._unchanged(before, stamp, now):
+                entries[name] = before
+                status.kept += 1
+            else:
+                try:
+                    entries[name] = self._read(connector, ref, stamp, now)
+                    status.read += 1
+                except DataError as exc:
+                    status.failed[name] = f"{exc.code}: {exc.message}"
+                    if before is not None:
+                        entries[name] = before
+            status.done += 1
+            if progress is not None and status.done % PROGRESS_EVERY == 0:
+                progress(status)
+        status.dropped = len(set(old) - set(entries))
+        try:
+            current = self.catalog.source(source)
+        except DataError:
+            current = None
+        if current is not connector:
+            status.state = "cancelled"  # replaced or removed meanwhile: what was read is old
+            return
+        stored = _Stored(fingerprint, now, entries, _SourceIndex(list(entries.values())))
+        self._save(source, stored)
+        with self._lock:
+            self._stored[source] = stored
+
+    def _unchanged(self, before: TableEntry, stamp: str | None, now: float) -> bool:
+        """Whether a stored entry still holds: its stamp is the table's now, or (no stamp)
+        it is younger than the TTL."""
+        if stamp is not None:
+            return before.stamp == stamp
+        return before.stamp is None and now - before.read_at < self.options.ttl_s
+
+    def _read(
+        self, connector: Connector, ref: TableRef, stamp: str | None, now: float
+    ) -> TableEntry:
+        info = connector.table_info(ref.schema, ref.table)
+        values = self._values(connector, info) if self.options.sample_rows else {}
+        return TableEntry(
+            name=str(ref),
+            source=ref.source,
+            schema=ref.schema,
+            table=ref.table,
+            columns=[(c.name, c.source_type, c.comment) for c in info.columns],
+            comment=info.comment,
+            row_estimate=info.row_estimate,
+            primary_key=list(info.primary_key),
+            references=[
+                str(TableRef(ref.source, key.ref_schema, key.ref_table))
+                for key in info.foreign_keys
+            ],
+            values=values,
+            stamp=stamp,
+            read_at=now,
+        )
+
+    def _values(self, connector: Connector, info: TableInfo) -> dict[str, list[str]]:
+        """Distinct values of each column among the first ``sample_rows`` rows of the
+        table's first split. A small table is read to its end: a database connection left
+        in the middle of a read is closed, not pooled, and opening one per table (tens of
+        milliseconds) was most of a refresh's time; past DRAIN_ROWS the read is cut."""
+        names = [column.name for column in info.columns]
+        splits = connector.splits(info.schema, info.name, names)
+        if not splits:
+            return {}
+        batches = connector.read(splits[0])
+        kept: list[pa.RecordBatch] = []
+        drained = wanted = 0
+        try:
+            for batch in batches:
+                if wanted < self.options.sample_rows:
+                    kept.append(batch)
+                    wanted += batch.num_rows
+                drained += batch.num_rows
+                if drained >= DRAIN_ROWS:
+                    break
+        finally:
+            close = getattr(batches, "close", None)
+            if close is not None:
+                close()
+        if not kept:
+            return {}
+        table = pa.Table.from_batches(kept).slice(0, self.options.sample_rows)
+        values: dict[str, list[str]] = {}
+        for name in table.column_names:
+            seen: list[str] = []
+            for value in table.column(name).to_pylist():
+                text = str(value)[:MAX_VALUE_CHARS]
+                if value is not None and text not in seen:
+                    seen.append(text)
+                    if len(seen) == self.options.max_values:
+                        break
+            values[name] = seen
+        return values
+
+    def _source_lock(self, source: str) -> threading.Lock:
+        with self._lock:
+            return self._source_locks.setdefault(source, threading.Lock())
+
+    # -- the files ---------------------------------------------------------------------------
+
+    def _path(self, source: str) -> Path | None:
+        # Source names are lower-case SQL identifiers (check_source_name): safe file names.
+        return None if self.options.folder is None else self.options.folder / f"{source}.json"
+
+    def _save(self, source: str, stored: _Stored) -> None:
+        path = self._path(source)
+        if path is None:
+            return
+        path.parent.mkdir(parents=True, exist_ok=True)
+        document = {
+            "version": FORMAT_VERSION,
+            "source": source,
+            "fingerprint": stored.fingerprint,
+            "checked_at": stored.checked_at,
+            "entries": [asdict(entry) for entry in stored.entries.values()],
+        }
+        # Written aside and renamed: a reader sees the old file or the new, never half.
+        handle, staging = tempfile.mkstemp(dir=path.parent, prefix=f".{source}.", suffix=".tmp")
+        try:
+            with os.fdopen(handle, "w", encoding="utf-8") as out:
+                json.dump(document, out)
+            os.chmod(staging, 0o600)  # sample values are the sources' data
+            os.replace(staging, path)
+        except BaseException:
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(staging)
+            raise
+
+    def _load(self, source: str) -> _Stored | None:
+        path = self._path(source)
+        if path is None or not path.is_file():
+            return None
+        try:
+            document = json.loads(path.read_text(encoding="utf-8"))
+            if document.get("version") != FORMAT_VERSION or document.get("source") != source:
+                return None
+            fingerprint = _fingerprint(self.catalog.source(source))
+            if document["fingerprint"] != fingerprint:
+                return None  # written for another configuration of the source
+            entries = {}
+            for item in document["entries"]:
+                item["columns"] = [tuple(column) for column in item["columns"]]
+                entry = TableEntry(**item)
+                entries[entry.name] = entry
+            checked_at = float(document["checked_at"])
+        except (OSError, ValueError, KeyError, TypeError) as exc:
+            log.warning("catalogue: ignoring unreadable %s: %s", path, exc)
+            return None
+        return _Stored(fingerprint, checked_at, entries, _SourceIndex(list(entries.values())))
+
+
+def _fingerprint(connector: Connector) -> str:
+    """What identifies the source's configuration (its kind and settings, which hold no
+    secrets: those are named, not given)."""
+    config = getattr(connector, "config", None)
+    if isinstance(config, BaseModel):
+        dumped = config.model_dump_json()
+    else:  # SQLite keeps its path only
+        dumped = repr(getattr(connector, "path", None))
+    return hashlib.sha256(f"{connector.kind}\n{dumped}".encode()).hexdigest()[:32]
