@@ -18,7 +18,7 @@ from dagwright.data.connectors import FilesConnector, MysqlConnector, PostgresCo
 from dagwright.data.connectors.common import SourcePaths
 from dagwright.data.engine import QueryEngine
 from dagwright.data.table_catalogue import CatalogueOptions, TableCatalogue
-from dagwright.registry import TABLES, NodeContext
+from dagwright.registry import TABLES, BlockServices, NodeContext
 from dagwright.secrets import MappingSecrets
 from dagwright.tabular import TableAccess
 from support.data_sources import MysqlDatabase, PostgresSchema, mysql_database, postgres_schema
@@ -297,7 +297,9 @@ async def test_schema_lookup_samples_only_the_candidates(
         return sample(qualified, *args, **kwargs)
 
     monkeypatch.setattr(many_sources, "sample", counting)
-    ctx = NodeContext("run", "node", lambda *_: None, lambda *_: None, {TABLES: access})
+    ctx = NodeContext(
+        "run", "node", lambda *_: None, lambda *_: None, BlockServices({TABLES: access})
+    )
     out = await schema_lookup(
         SchemaLookupConfig(top_tables=2), ctx, "Which glaze did the kiln firing use?"
     )
