@@ -16,9 +16,11 @@ from __future__ import annotations
 
 import asyncio
 import email.utils
+import importlib
 import json
 import os
 import random
+import threading
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
@@ -38,6 +40,27 @@ if TYPE_CHECKING:
 # model call), not when the gateway is built, so a server starts faster.
 
 T = TypeVar("T")
+
+# The client's modules (openai with aiohttp, whose import builds a TLS context: ~0.3 s).
+_CLIENT_MODULES = ("httpx2", "openai")
+_client_ready = threading.Event()
+
+
+async def _client_imported() -> None:
+    """The client's modules imported on a thread before the first call uses them: imported on
+    the event loop they froze every request of a server for that long (a 335 ms health
+    probe when an evaluation started). Not a `sys.modules` check: a module appears there
+    while another thread is still importing it, and importing it then waits for that thread."""
+    if not _client_ready.is_set():
+        await asyncio.to_thread(_import_client)
+
+
+def _import_client() -> None:
+    for name in _CLIENT_MODULES:
+        importlib.import_module(name)
+    _client_ready.set()
+
+
 DeltaFn = Callable[[int, str], None]  # (choice index, text delta)
 EventFn = Callable[[dict[str, Any]], None]
 
@@ -318,6 +341,7 @@ class LLMGateway:
         """Run `call` until it succeeds, retrying what may pass on its own; (result, attempts).
         `shown` tells whether a streamed answer has reached the user, which rules out a
         retry that would show it twice."""
+        await _client_imported()
         import openai
 
         retryable = (
