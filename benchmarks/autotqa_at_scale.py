@@ -532,6 +532,7 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, default=8)
     parser.add_argument("--wikitq", type=int, default=5, help="held-out-style questions")
     parser.add_argument("--idle-seconds", type=float, default=10.0)
+    parser.add_argument("--server-log", type=Path, help="keep the server's output there")
     args = parser.parse_args()
 
     from dagwright.llm.scripted.runner import ScriptedServer
@@ -563,6 +564,8 @@ def main() -> int:
             missed = loaded(server, c, evaluation, counted, args.questions, args.idle_seconds)
             missed += held_out_run(c, pack, chosen, counted)
             missed += shutdown(server, c, evaluation)
+            if args.server_log:
+                args.server_log.write_bytes(server.log.read_bytes())
     report(f"\ntotal {time.perf_counter() - started:.0f} s; goals missed: {missed or 'none'}")
     return 1 if missed else 0
 
