@@ -15,6 +15,7 @@ shown: the client is built with max_retries=0.
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import email.utils
 import importlib
 import json
@@ -44,21 +45,41 @@ T = TypeVar("T")
 # The client's modules (openai with aiohttp, whose import builds a TLS context: ~0.3 s).
 _CLIENT_MODULES = ("httpx2", "openai")
 _client_ready = threading.Event()
+_client_import: concurrent.futures.Future[None] | None = None
+_client_import_lock = threading.Lock()
 
 
 async def _client_imported() -> None:
-    """The client's modules imported on a thread before the first call uses them: imported on
-    the event loop they froze every request of a server for that long (a 335 ms health
-    probe when an evaluation started). Not a `sys.modules` check: a module appears there
-    while another thread is still importing it, and importing it then waits for that thread."""
-    if not _client_ready.is_set():
-        await asyncio.to_thread(_import_client)
+    """The client's modules imported before the first call uses them, once, by a thread of
+    their own: imported on the event loop they froze every request of a server for that long
+    (a 335 ms health probe when an evaluation started), and imported with `to_thread` by the
+    first calls at once they held the API's threads (the ones its handlers wait on). Not a
+    `sys.modules` check: a module is there while another thread is still importing it."""
+    global _client_import
+    if _client_ready.is_set():
+        return
+    with _client_import_lock:
+        if _client_import is None:
+            _client_import = concurrent.futures.Future()
+            threading.Thread(
+                target=_import_client,
+                args=(_client_import,),
+                name="dagwright-client-import",
+                daemon=True,
+            ).start()
+        importing = _client_import
+    await asyncio.wrap_future(importing)
 
 
-def _import_client() -> None:
-    for name in _CLIENT_MODULES:
-        importlib.import_module(name)
+def _import_client(done: concurrent.futures.Future[None]) -> None:
+    try:
+        for name in _CLIENT_MODULES:
+            importlib.import_module(name)
+    except BaseException as exc:  # given to every call waiting (and to the next ones)
+        done.set_exception(exc)
+        return
     _client_ready.set()
+    done.set_result(None)
 
 
 DeltaFn = Callable[[int, str], None]  # (choice index, text delta)
