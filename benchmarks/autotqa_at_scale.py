@@ -480,8 +480,11 @@ def held_out_run(c: httpx.Client, pack: Path, chosen: list[HeldOut], counted: in
         "output": "answer",
         "wait": True,
     }
+    began = time.perf_counter()
     held = ok(c.post("/api/v1/evaluations", params={"timeout": 1800}, json=evaluation), 200)
+    answered_s = time.perf_counter() - began
     results = {r["id"]: r for r in results_of(c, held["evaluation"]["id"])}
+    # wall s: the example's recorded run, from its start to its answer (the server's clock).
     report(f"{'id':<14} {'wall s':>7} {'tokens':>7}  question -> answer (SCRIPTED model)")
     for example in chosen:
         result = results[example.id]
@@ -497,7 +500,8 @@ def held_out_run(c: httpx.Client, pack: Path, chosen: list[HeldOut], counted: in
         f"goal: each question in seconds (<= {GOAL_QUESTION_S:g} s): worst {max(walls):.2f} s,"
         f" {BEFORE_QUESTION_S / max(walls):.0f}x faster than the issue's {BEFORE_QUESTION_S:g} s"
         f" {'MET' if met else 'MISSED'}; the report's tokens {held['cost']['tokens']}"
-        f" (per question, least {min(tokens)})"
+        f" (per question, least {min(tokens)}); the API answered all {len(chosen)} (one POST"
+        f" that waits, scoring included) in {answered_s:.2f} s"
     )
     failed = any(r.get("error") for r in results.values()) or len(results) != len(chosen)
     return [] if met and min(tokens) > 0 and not failed else ["held-out questions"]
