@@ -66,6 +66,9 @@ bench: $(STAMP) $(EDITOR) chromium bubblewrap
 	$(BIN)/python benchmarks/queue_throughput.py
 	$(BIN)/python benchmarks/editor_open.py
 	$(BIN)/python benchmarks/hostile_input.py
+	$(BIN)/python benchmarks/catalogue_scale.py
+	$(BIN)/python benchmarks/api_under_heavy_work.py
+	$(BIN)/python benchmarks/autotqa_at_scale.py
 
 clean:
 	rm -rf $(VENV) frontend/node_modules frontend/dist

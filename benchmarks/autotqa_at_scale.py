@@ -60,7 +60,8 @@ MIN_PROBE_SHARE = 0.5
 MIN_PROBES = 20
 PROBE_INTERVAL_S = 0.05
 LIST_INTERVAL_S = 0.1
-SHARED_WIKITQ = Path("/work/shared/datasets/wikitq")
+# The benchmarks' shared samples sit beside the repository (../shared), when there.
+SHARED_WIKITQ = ROOT.parent / "shared" / "datasets" / "wikitq"
 FIXTURE_WIKITQ = ROOT / "tests" / "fixtures" / "evaluation" / "wikitq"
 
 # The agents' turns every question shares (the FSM: Planner, Engineer asks the tool, the
