@@ -177,6 +177,9 @@ class Settings(BaseSettings):
     catalogue_check_s: float = Field(60.0, ge=0)
     catalogue_ttl_s: float = Field(3600.0, ge=0)
     catalogue_sample_rows: int = Field(20, ge=0, le=1000)
+    # The embedder whose vectors index the catalogue beside the words (e.g. "minilm";
+    # empty: lexical index only): a question then also finds tables by meaning.
+    catalogue_embedder: str | None = None
     sandbox_bwrap: str = ""
     sandbox_allow_unisolated: bool = False
     # The host-wide sandbox budget (docs/security/sandbox.md); 0: derived from the machine.

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
     from dagwright.data.engine import QueryEngine
-    from dagwright.data.table_catalogue import CatalogueOptions, TableCatalogue
+    from dagwright.data.table_catalogue import CatalogueOptions, Embed, TableCatalogue, Vectors
     from dagwright.embedding.embedder import Embedder
 
 # An embedder by its spec ("hashing:256", "minilm", "openai:<provider>"): the process's.
@@ -68,7 +68,10 @@ class TableAccess:
         engine = self.engine()
         with self._lock:
             if self._catalogue is None:
-                self._catalogue = TableCatalogue(engine.catalog, self._catalogue_options)
+                options = self._catalogue_options
+                spec = options.embedder if options is not None else None
+                embed = sync_embed(self._embedders(spec)) if spec else None
+                self._catalogue = TableCatalogue(engine.catalog, options, embed=embed)
             return self._catalogue
 
     def embedder(self, spec: str) -> Embedder:
@@ -93,3 +96,31 @@ class TableAccess:
         if engine is not None:
             engine.catalog.close()
             engine.close()
+
+
+def sync_embed(embedder: Embedder) -> Embed:
+    """The embedder as the catalogue calls it, from a worker thread: a local model's own
+    synchronous pass when it has one (no event loop per call), else its coroutine run on a
+    loop of the calling thread's own (on a thread of its own when that thread runs one)."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    import numpy as np
+
+    inner = getattr(embedder, "inner", embedder)  # a CachedEmbedder's model
+    direct = getattr(inner, "embed_sync", None)
+
+    def embed(texts: list[str]) -> Vectors:
+        if callable(direct):
+            rows = direct(texts)
+        else:
+            try:
+                asyncio.get_running_loop()
+            except RuntimeError:
+                rows = asyncio.run(embedder.embed(texts))
+            else:
+                with ThreadPoolExecutor(1) as aside:
+                    rows = aside.submit(asyncio.run, embedder.embed(texts)).result()
+        return np.asarray(rows, dtype=np.float32)
+
+    return embed

@@ -8,6 +8,12 @@ refresh, and a question asks the index (BM25 over table and column names, commen
 values, scored as data/schema_lookup.py scores) for its candidate tables; only those are then
 described and sampled.
 
+With an embedder (``CatalogueOptions.embedder``, the process's embedding service), each
+table's document also gets a vector at refresh, and a search takes the union of the lexical
+top k and the semantic top k (cosine of the question's vector with each table's: one matrix
+product per source): a table sharing no word with the question ("cost" against a column
+"amount") is still a candidate. Only the tables a refresh reads again are embedded again.
+
 Freshness, per table:
 
 - a source whose connector has a cheap change stamp (files: each file's size and mtime)
@@ -21,7 +27,10 @@ Kept as one JSON file per source in ``<data dir>/catalogue`` (not in the store d
 it is a cache of what the sources say, rebuilt from them at will, written by whichever
 process refreshes, and as large as the catalogue (values included); a file per source is
 replaced atomically and needs no migration. A file that does not parse, or was written for
-another configuration of the source, is ignored and the source read again.
+another configuration of the source, is ignored and the source read again. The vectors are a
+float32 ``<source>.npy`` beside it (rows in the JSON's entry order), its embedder and digest
+recorded in the JSON: vectors of another embedder, or not the ones the JSON was written with,
+are not used (the source searched lexically until its next refresh embeds it again).
 """
 
 from __future__ import annotations
@@ -42,6 +51,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+import numpy.typing as npt
 import pyarrow as pa
 from pydantic import BaseModel
 
@@ -53,6 +64,13 @@ from dagwright.errors import DataError
 log = logging.getLogger(__name__)
 
 FORMAT_VERSION = 1
+EMBED_BATCH = 256  # documents per call of the embedder at refresh
+MAX_DOCUMENT_CHARS = 1000  # an embedder reads a table's names and comments, not a book
+
+Vectors = npt.NDArray[np.float32]
+# Texts -> one unit-length vector each (a row per text): the process's embedder, run from a
+# refresh's or a question's worker thread.
+Embed = Callable[[list[str]], Vectors]
 MAX_VALUE_CHARS = 100  # a value longer than this is cut: a document, not a copy of the data
 PROGRESS_EVERY = 50  # tables between two progress reports
 DRAIN_ROWS = 20_000  # a sampled table this small is read to its end (see _values)
@@ -63,13 +81,15 @@ class CatalogueOptions:
     """``folder``: where the catalogue is kept (None: in memory only). ``check_s``: a
     source's catalogue older than this is re-listed. ``ttl_s``: a table without a change
     stamp is re-read past this age. ``sample_rows``: rows read per table for its distinct
-    values (0: none), at most ``max_values`` values kept per column."""
+    values (0: none), at most ``max_values`` values kept per column. ``embedder``: the spec
+    of the embedder the tables' documents are embedded with (None: lexical index only)."""
 
     folder: Path | None = None
     check_s: float = 60.0
     ttl_s: float = 3600.0
     sample_rows: int = 20
     max_values: int = 20
+    embedder: str | None = None
 
 
 @dataclass(slots=True)
@@ -96,6 +116,15 @@ class TableEntry:
         for name, _, comment in self.columns:
             parts += [name, comment or "", " ".join(self.values.get(name, ()))]
         return words(" ".join(parts))
+
+    def text(self) -> str:
+        """What the embedder reads: the table's and columns' names (split into words) and
+        comments. Values are left to the lexical index (literals are its strength), and a
+        short text keeps a refresh's embedding cheap."""
+        parts = [" ".join(words(self.table)), self.comment or ""]
+        for name, _, comment in self.columns:
+            parts.append(" ".join(words(name)) + (f" ({comment})" if comment else ""))
+        return ", ".join(part for part in parts if part)[:MAX_DOCUMENT_CHARS]
 
 
 @dataclass(slots=True)
@@ -144,6 +173,15 @@ class _Stored:
     checked_at: float  # wall clock: when the source was last listed
     entries: dict[str, TableEntry]
     index: _SourceIndex
+    # One unit row per entry, in index.entries' order (None: no embedder, or not embedded).
+    vectors: Vectors | None = None
+    embedder: str | None = None
+
+    def vector_of(self) -> dict[str, Vectors]:
+        """Each entry's vector by table name (none without vectors)."""
+        if self.vectors is None:
+            return {}
+        return {entry.name: self.vectors[i] for i, entry in enumerate(self.index.entries)}
 
 
 class TableCatalogue:
@@ -156,10 +194,14 @@ class TableCatalogue:
         options: CatalogueOptions | None = None,
         *,
         clock: Callable[[], float] = time.time,
+        embed: Embed | None = None,
     ) -> None:
+        """``embed``: the embedder of ``options.embedder`` (None: the index is lexical)."""
         self.catalog = catalog
         self.options = options or CatalogueOptions()
         self._clock = clock
+        self._embed = embed
+        self._embedder = (self.options.embedder or "embedder") if embed is not None else None
         self._lock = threading.Lock()
         self._stored: dict[str, _Stored] = {}
         self._status: dict[str, RefreshStatus] = {}
@@ -175,9 +217,18 @@ class TableCatalogue:
         self, question: str, k: int, sources: Iterable[str] | None = None
     ) -> list[TableEntry]:
         """The ``k`` tables whose documents best match ``question`` (BM25), best first, of
-        ``sources`` (None: every source); tables matching no word of it are not returned. A
+        ``sources`` (None: every source), then - with an embedder - the ``k`` nearest by
+        meaning not among them; tables matching no word of it are found only by meaning. A
         source never read is read first; a stale one is refreshed in the background."""
-        indexes = self._indexes(sources)
+        stored = self._sources(sources)
+        lexical = self._lexical(question, k, [s.index for s in stored])
+        if self._embed is None or not question.strip():
+            return lexical
+        seen = {entry.name for entry in lexical}
+        semantic = [e for e in self._semantic(question, k, stored) if e.name not in seen]
+        return lexical + semantic
+
+    def _lexical(self, question: str, k: int, indexes: list[_SourceIndex]) -> list[TableEntry]:
         query = set(words(question))
         count = sum(len(index.entries) for index in indexes)
         if not query or count == 0:
@@ -197,6 +248,20 @@ class TableCatalogue:
         best = heapq.nlargest(k, scores.items(), key=lambda item: (item[1], -item[0][0]))
         return [indexes[which].entries[entry] for (which, entry), _ in best]
 
+    def _semantic(self, question: str, k: int, stored: list[_Stored]) -> list[TableEntry]:
+        """The ``k`` tables of embedded sources nearest the question by cosine: one vector
+        for the question, one matrix product per source, one partial sort of the scores."""
+        embedded = [s for s in stored if s.vectors is not None and len(s.vectors)]
+        if not embedded or self._embed is None or k <= 0:
+            return []
+        query = self._embed([question])[0]
+        scores = np.concatenate([s.vectors @ query for s in embedded if s.vectors is not None])
+        entries = [entry for s in embedded for entry in s.index.entries]
+        top = min(k, len(scores))
+        best = np.argpartition(-scores, top - 1)[:top]
+        best = best[np.argsort(-scores[best], kind="stable")]
+        return [entries[int(i)] for i in best]
+
     def entry(self, name: str) -> TableEntry | None:
         """The stored entry of ``source.schema.table``, if any (never reads a source)."""
         with self._lock:
@@ -209,15 +274,15 @@ class TableCatalogue:
             chosen = self._stored if sources is None else set(sources)
             return sum(len(self._stored[s].entries) for s in chosen if s in self._stored)
 
-    def _indexes(self, sources: Iterable[str] | None) -> list[_SourceIndex]:
+    def _sources(self, sources: Iterable[str] | None) -> list[_Stored]:
         names = self.catalog.names()
         wanted = names if sources is None else [name for name in names if name in set(sources)]
-        indexes = []
+        found = []
         for name in wanted:
             stored = self._ready(name)
             if stored is not None:
-                indexes.append(stored.index)
-        return indexes
+                found.append(stored)
+        return found
 
     def _ready(self, source: str) -> _Stored | None:
         """The source's stored catalogue: from memory, else from its file, else read now
@@ -322,8 +387,9 @@ class TableCatalogue:
             self._stored.pop(source, None)
         path = self._path(source)
         if path is not None:
-            with contextlib.suppress(FileNotFoundError):
-                path.unlink()
+            for each in (path, path.with_suffix(".npy")):
+                with contextlib.suppress(FileNotFoundError):
+                    each.unlink()
 
     def close(self) -> None:
         """Stops the worker: queued refreshes are dropped, a running one stops at its next
@@ -384,9 +450,33 @@ class TableCatalogue:
             status.state = "cancelled"  # replaced or removed meanwhile: what was read is old
             return
         stored = _Stored(fingerprint, now, entries, _SourceIndex(list(entries.values())))
+        if self._embed is not None:
+            kept = previous.vector_of() if previous and previous.embedder == self._embedder else {}
+            # Only what was read again (or never embedded) is embedded again.
+            stale = {
+                name for name in entries if name not in kept or entries[name] is not old.get(name)
+            }
+            stored.vectors = self._vectors(stored.index.entries, kept, stale)
+            stored.embedder = self._embedder
         self._save(source, stored)
         with self._lock:
             self._stored[source] = stored
+
+    def _vectors(
+        self, entries: list[TableEntry], kept: dict[str, Vectors], stale: set[str]
+    ) -> Vectors:
+        """A unit row per entry: kept ones reused, the ``stale`` ones embedded in batches."""
+        assert self._embed is not None
+        todo = [entry for entry in entries if entry.name in stale]
+        made: dict[str, Vectors] = {}
+        for start in range(0, len(todo), EMBED_BATCH):
+            batch = todo[start : start + EMBED_BATCH]
+            rows = _unit(self._embed([entry.text() for entry in batch]))
+            made.update((entry.name, rows[i]) for i, entry in enumerate(batch))
+        if not entries:
+            return np.zeros((0, 0), dtype=np.float32)
+        rows_of = [made[e.name] if e.name in made else kept[e.name] for e in entries]
+        return np.ascontiguousarray(np.stack(rows_of), dtype=np.float32)
 
     def _unchanged(self, before: TableEntry, stamp: str | None, now: float) -> bool:
         """Whether a stored entry still holds: its stamp is the table's now, or (no stamp)
@@ -472,24 +562,24 @@ class TableCatalogue:
         if path is None:
             return
         path.parent.mkdir(parents=True, exist_ok=True)
+        vectors: dict[str, Any] | None = None
+        if stored.vectors is not None:
+            # The vectors first: the JSON names their digest, so a JSON never trusts a
+            # matrix it was not written with (a crash between the two renames included).
+            matrix = stored.vectors
+            data = matrix.tobytes()
+            _write_aside(path.with_suffix(".npy"), lambda out: np.save(out, matrix))
+            vectors = {"embedder": stored.embedder, "digest": hashlib.sha256(data).hexdigest()}
         document = {
             "version": FORMAT_VERSION,
             "source": source,
             "fingerprint": stored.fingerprint,
             "checked_at": stored.checked_at,
-            "entries": [asdict(entry) for entry in stored.entries.values()],
+            # In index order: the vectors' rows are the entries' in this order.
+            "entries": [asdict(entry) for entry in stored.index.entries],
+            "vectors": vectors,
         }
-        # Written aside and renamed: a reader sees the old file or the new, never half.
-        handle, staging = tempfile.mkstemp(dir=path.parent, prefix=f".{source}.", suffix=".tmp")
-        try:
-            with os.fdopen(handle, "w", encoding="utf-8") as out:
-                json.dump(document, out)
-            os.chmod(staging, 0o600)  # sample values are the sources' data
-            os.replace(staging, path)
-        except BaseException:
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(staging)
-            raise
+        _write_aside(path, lambda out: out.write(json.dumps(document).encode()))
 
     def _load(self, source: str) -> _Stored | None:
         path = self._path(source)
@@ -511,7 +601,13 @@ class TableCatalogue:
         except (OSError, ValueError, KeyError, TypeError) as exc:
             log.warning("catalogue: ignoring unreadable %s: %s", path, exc)
             return None
-        return _Stored(fingerprint, checked_at, entries, _SourceIndex(list(entries.values())))
+        stored = _Stored(fingerprint, checked_at, entries, _SourceIndex(list(entries.values())))
+        recorded = document.get("vectors")
+        usable = isinstance(recorded, dict) and recorded.get("embedder") == self._embedder
+        if self._embedder is not None and usable:
+            stored.vectors = _load_vectors(path.with_suffix(".npy"), recorded, len(entries))
+            stored.embedder = self._embedder if stored.vectors is not None else None
+        return stored
 
 
 def _fingerprint(connector: Connector) -> str:
@@ -523,3 +619,41 @@ def _fingerprint(connector: Connector) -> str:
     else:  # SQLite keeps its path only
         dumped = repr(getattr(connector, "path", None))
     return hashlib.sha256(f"{connector.kind}\n{dumped}".encode()).hexdigest()[:32]
+
+
+def _unit(rows: Vectors | list[list[float]]) -> Vectors:
+    """Rows scaled to unit length (a zero row stays zero): cosine is then a dot product."""
+    matrix = np.asarray(rows, dtype=np.float32)
+    norms = np.linalg.norm(matrix, axis=1, keepdims=True)
+    unit: Vectors = (matrix / np.where(norms == 0, 1, norms)).astype(np.float32)
+    return unit
+
+
+def _write_aside(path: Path, write: Callable[[Any], object]) -> None:
+    """Writes ``path`` aside and renames it: a reader sees the old file or the new, never
+    half. Private to the owner: sample values (and what they embed) are the sources' data."""
+    handle, staging = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as out:
+            write(out)
+        os.chmod(staging, 0o600)
+        os.replace(staging, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(staging)
+        raise
+
+
+def _load_vectors(path: Path, recorded: dict[str, Any], rows: int) -> Vectors | None:
+    """The stored matrix if it is the one the JSON recorded (digest) with a row per entry."""
+    try:
+        matrix = np.load(path, allow_pickle=False)
+    except (OSError, ValueError) as exc:
+        log.warning("catalogue: ignoring unreadable %s: %s", path, exc)
+        return None
+    if matrix.dtype != np.float32 or matrix.ndim != 2 or matrix.shape[0] != rows:
+        return None
+    if hashlib.sha256(matrix.tobytes()).hexdigest() != recorded.get("digest"):
+        return None
+    loaded: Vectors = np.ascontiguousarray(matrix)
+    return loaded

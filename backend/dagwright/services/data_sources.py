@@ -176,6 +176,7 @@ def catalogue_options(settings: Settings) -> CatalogueOptions:
         check_s=settings.catalogue_check_s,
         ttl_s=settings.catalogue_ttl_s,
         sample_rows=settings.catalogue_sample_rows,
+        embedder=settings.catalogue_embedder or None,
     )
 
 
