@@ -45,9 +45,13 @@ class TableAccess:
         factory: Callable[[], QueryEngine],
         embedders: EmbedderFactory | None = None,
         catalogue: CatalogueOptions | None = None,
+        *,
+        ttls: Callable[[str], float | None] | None = None,
     ) -> None:
         """``catalogue``: where and how the stored table catalogue is kept (None: in
-        memory, with its defaults)."""
+        memory, with its defaults). ``ttls``: a source's own catalogue TTL (None: the
+        options')."""
+        self._ttls = ttls
         self._factory = factory
         self._embedders = embedders or _local_embedders()
         self._lock = threading.Lock()
@@ -71,7 +75,9 @@ class TableAccess:
                 options = self._catalogue_options
                 spec = options.embedder if options is not None else None
                 embed = sync_embed(self._embedders(spec)) if spec else None
-                self._catalogue = TableCatalogue(engine.catalog, options, embed=embed)
+                self._catalogue = TableCatalogue(
+                    engine.catalog, options, embed=embed, ttls=self._ttls
+                )
             return self._catalogue
 
     def embedder(self, spec: str) -> Embedder:

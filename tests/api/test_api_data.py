@@ -201,3 +201,17 @@ def test_table_tools_in_a_debug_run(api: Api) -> None:
     schema = result["outputs"]["schema"]
     assert "# Table: hr.main.Employee" in schema
     assert "# Table: payroll.main.salary" in schema
+
+
+def test_a_sources_catalogue_ttl_is_set_and_shown(api: Api) -> None:
+    settings = {"kind": "postgres", "config": {"url": "postgresql://bob@127.0.0.1:1/test"}}
+    put = api.http.put("/api/v1/sources/dw_ttl", json={**settings, "catalogue_ttl_s": 90})
+    assert put.status_code == 200, put.text
+    assert api.http.get("/api/v1/sources/dw_ttl").json()["catalogue_ttl_s"] == 90
+    negative = api.http.put("/api/v1/sources/dw_ttl", json={**settings, "catalogue_ttl_s": -1})
+    problems = error_of(negative, 422)["problems"]  # the API's validation error, as elsewhere
+    assert [problem["field"] for problem in problems] == ["catalogue_ttl_s"]
+    assert api.http.get("/api/v1/sources/dw_ttl").json()["catalogue_ttl_s"] == 90
+    cleared = api.http.put("/api/v1/sources/dw_ttl", json=settings)
+    assert cleared.json()["catalogue_ttl_s"] is None
+    api.http.delete("/api/v1/sources/dw_ttl")

@@ -51,6 +51,26 @@ def test_sources_query_and_refusal(data_dir: Path) -> None:
     assert "sql_refused" in refused.output
 
 
+def test_a_source_added_with_its_own_catalogue_ttl(data_dir: Path) -> None:
+    folder = data_dir / "sources" / "shop"
+    folder.mkdir(parents=True)
+    (folder / "orders.csv").write_text("id,amount\n1,2\n")
+    config = json.dumps({"path": str(folder)})
+    added = runner.invoke(
+        app, ["data", "add", "shop", "files", "--config", config, "--catalogue-ttl", "45"]
+    )
+    assert added.exit_code == 0, added.output
+    assert "shop.main.orders" in added.output
+    listed = runner.invoke(app, ["data", "sources"])
+    assert "(catalogue TTL 45 s)" in next(
+        line for line in listed.output.splitlines() if "shop" in line
+    )
+    refused = runner.invoke(
+        app, ["data", "add", "shop", "files", "--config", config, "--catalogue-ttl", "-1"]
+    )
+    assert refused.exit_code == 2
+
+
 @pytest.fixture
 def billing_targets() -> Iterator[tuple[str, str]]:
     for problem in (postgres_problem(), mysql_problem()):

@@ -54,6 +54,8 @@ def sources() -> None:
     with _opened() as service:
         for entry in service.list():
             described = f"  {entry.description}" if entry.description else ""
+            if entry.catalogue_ttl_s is not None:  # its own; else the global setting's
+                described += f"  (catalogue TTL {entry.catalogue_ttl_s:g} s)"
             typer.echo(f"{entry.name:<16} {entry.kind:<10} {entry.origin:<5}{described}")
 
 
@@ -65,6 +67,14 @@ def add(
         str, typer.Option(help='The settings as JSON, e.g. \'{"url": "postgresql://..."}\'')
     ] = "{}",
     description: Annotated[str, typer.Option(help="What the source holds.")] = "",
+    catalogue_ttl: Annotated[
+        float | None,
+        typer.Option(
+            min=0,
+            help="Seconds before the catalogue reads its tables again (default: "
+            "DAGWRIGHT_CATALOGUE_TTL_S).",
+        ),
+    ] = None,
 ) -> None:
     """Add (or replace) a source, then connect to it and list its tables."""
     try:
@@ -73,7 +83,7 @@ def add(
         typer.echo(f"error: --config is not JSON: {exc}", err=True)
         raise typer.Exit(2) from None
     with _opened() as service:
-        service.put(name, kind, settings, description)
+        service.put(name, kind, settings, description, catalogue_ttl)
         for table in service.check(name)["tables"]:
             typer.echo(table)
 

@@ -195,8 +195,11 @@ class TableCatalogue:
         *,
         clock: Callable[[], float] = time.time,
         embed: Embed | None = None,
+        ttls: Callable[[str], float | None] | None = None,
     ) -> None:
-        """``embed``: the embedder of ``options.embedder`` (None: the index is lexical)."""
+        """``embed``: the embedder of ``options.embedder`` (None: the index is lexical).
+        ``ttls``: a source's own TTL, asked once per refresh (None: ``options.ttl_s``)."""
+        self._ttls = ttls
         self.catalog = catalog
         self.options = options or CatalogueOptions()
         self._clock = clock
@@ -416,6 +419,7 @@ class TableCatalogue:
         refs = self.catalog.table_refs(source)
         status.tables = len(refs)
         now = self._clock()
+        ttl = self.ttl_of(source)
         entries: dict[str, TableEntry] = {}
         for ref in refs:
             if self._closing.is_set():
@@ -427,7 +431,7 @@ class TableCatalogue:
                 stamp = connector.table_stamp(ref.schema, ref.table)
             except DataError:
                 stamp = None
-            if not force and before is not None and self._unchanged(before, stamp, now):
+            if not force and before is not None and _unchanged(before, stamp, now, ttl):
                 entries[name] = before
                 status.kept += 1
             else:
@@ -478,12 +482,10 @@ class TableCatalogue:
         rows_of = [made[e.name] if e.name in made else kept[e.name] for e in entries]
         return np.ascontiguousarray(np.stack(rows_of), dtype=np.float32)
 
-    def _unchanged(self, before: TableEntry, stamp: str | None, now: float) -> bool:
-        """Whether a stored entry still holds: its stamp is the table's now, or (no stamp)
-        it is younger than the TTL."""
-        if stamp is not None:
-            return before.stamp == stamp
-        return before.stamp is None and now - before.read_at < self.options.ttl_s
+    def ttl_of(self, source: str) -> float:
+        """The source's TTL: its own when it has one, else the options'."""
+        own = self._ttls(source) if self._ttls is not None else None
+        return self.options.ttl_s if own is None else own
 
     def _read(
         self, connector: Connector, ref: TableRef, stamp: str | None, now: float
@@ -657,3 +659,11 @@ def _load_vectors(path: Path, recorded: dict[str, Any], rows: int) -> Vectors | 
         return None
     loaded: Vectors = np.ascontiguousarray(matrix)
     return loaded
+
+
+def _unchanged(before: TableEntry, stamp: str | None, now: float, ttl: float) -> bool:
+    """Whether a stored entry still holds: its stamp is the table's now, or (no stamp) it
+    is younger than the source's TTL."""
+    if stamp is not None:
+        return before.stamp == stamp
+    return before.stamp is None and now - before.read_at < ttl

@@ -97,6 +97,7 @@ class SourceEntry:
     config: dict[str, Any]  # without `kind`; names secrets, never holds them
     description: str
     origin: Origin
+    catalogue_ttl_s: float | None = None  # None: the global DAGWRIGHT_CATALOGUE_TTL_S
 
     def to_dict(self) -> dict[str, Any]:
         return {
@@ -106,6 +107,7 @@ class SourceEntry:
             "description": self.description,
             "origin": self.origin,
             "editable": self.origin == "api",
+            "catalogue_ttl_s": self.catalogue_ttl_s,
         }
 
 
@@ -200,6 +202,7 @@ def settings_table_access(
         lambda: engine_over(fixed, secrets, limits, paths(), egress() if egress else None),
         embedders,
         catalogue_options(settings),
+        ttls=lambda name: fixed[name].catalogue_ttl_s if name in fixed else None,
     )
 
 
@@ -232,7 +235,7 @@ class DataSourceService(TableAccess):
         self._given_paths = paths
         self._egress = egress  # where http_json sources may connect (None: the default)
         self._paths: SourcePaths | None = None
-        super().__init__(self._build_engine, embedders, catalogue)
+        super().__init__(self._build_engine, embedders, catalogue, ttls=self.catalogue_ttl)
 
     def source_paths(self) -> SourcePaths:
         """The rule file and SQLite sources are checked against, with the demo's folder
@@ -255,9 +258,21 @@ class DataSourceService(TableAccess):
         with session(self._db) as db:
             for row in DataSourceRepository(db).all():
                 entries.setdefault(
-                    row.name, SourceEntry(row.name, row.kind, row.config, row.description, "api")
+                    row.name,
+                    SourceEntry(
+                        row.name, row.kind, row.config, row.description, "api", row.catalogue_ttl_s
+                    ),
                 )
         return sorted(entries.values(), key=lambda entry: entry.name)
+
+    def catalogue_ttl(self, name: str) -> float | None:
+        """The source's own catalogue TTL (None: the global one): asked once per refresh."""
+        fixed = self._fixed().get(name)
+        if fixed is not None:
+            return fixed.catalogue_ttl_s
+        with session(self._db) as db:
+            row = DataSourceRepository(db).get(name)
+            return None if row is None else row.catalogue_ttl_s
 
     def get(self, name: str) -> SourceEntry:
         for entry in self.list():
@@ -266,10 +281,18 @@ class DataSourceService(TableAccess):
         raise NotFoundError(f"no data source {name!r}", "source_not_found")
 
     def put(
-        self, name: str, kind: str, config: Mapping[str, Any], description: str = ""
+        self,
+        name: str,
+        kind: str,
+        config: Mapping[str, Any],
+        description: str = "",
+        catalogue_ttl_s: float | None = None,
     ) -> SourceEntry:
         """Adds or replaces an API source. The connector is created first (so a bad
-        configuration is refused and nothing is stored) but not connected: `check` does."""
+        configuration is refused and nothing is stored) but not connected: `check` does.
+        ``catalogue_ttl_s``: the source's own catalogue TTL (None: the global one); a
+        change of it alone keeps what the catalogue read of the source."""
+        _check_ttl(catalogue_ttl_s)
         if name in self._fixed():
             raise ConflictError(
                 f"data source {name!r} comes from the settings file or the demo; change it there",
@@ -283,15 +306,19 @@ class DataSourceService(TableAccess):
             name, settings, self._secrets, paths=self.source_paths(), egress=self._egress_policy()
         )
         with session(self._db) as db:
-            DataSourceRepository(db).put(name, kind, config, description)
+            repository = DataSourceRepository(db)
+            before = repository.get(name)
+            same = before is not None and (before.kind, before.config) == (kind, dict(config))
+            repository.put(name, kind, config, description, catalogue_ttl_s)
             db.commit()
         opened = self._opened()
         if opened is not None:
             opened.catalog.replace(name, connector)
-            self.catalogue().forget(name)  # what it read of the old configuration
+            if not same:
+                self.catalogue().forget(name)  # what it read of the old configuration
         else:
             connector.close()
-        return SourceEntry(name, kind, dict(config), description, "api")
+        return SourceEntry(name, kind, dict(config), description, "api", catalogue_ttl_s)
 
     def delete(self, name: str) -> None:
         if name in self._fixed():
@@ -347,5 +374,24 @@ class DataSourceService(TableAccess):
 
 
 def _entry(name: str, settings: Mapping[str, Any], description: str, origin: Origin) -> SourceEntry:
-    config = {k: v for k, v in settings.items() if k not in ("kind", "description")}
-    return SourceEntry(name, str(settings.get("kind", "")), config, description, origin)
+    # A settings-file source's `catalogue_ttl_s` is the registry's, as its description is:
+    # not given to the connector (which refuses keys it does not know).
+    kept = ("kind", "description", "catalogue_ttl_s")
+    config = {k: v for k, v in settings.items() if k not in kept}
+    ttl = settings.get("catalogue_ttl_s")
+    if ttl is not None and (isinstance(ttl, bool) or not isinstance(ttl, int | float)):
+        raise DataError(
+            f"source {name!r}: catalogue_ttl_s must be a number of seconds, not {ttl!r}",
+            code="source_config",
+        )
+    _check_ttl(ttl, name)
+    given = None if ttl is None else float(ttl)
+    return SourceEntry(name, str(settings.get("kind", "")), config, description, origin, given)
+
+
+def _check_ttl(ttl: float | None, name: str | None = None) -> None:
+    if ttl is not None and not 0 <= ttl < float("inf"):
+        where = f"source {name!r}: " if name else ""
+        raise DataError(
+            f"{where}catalogue_ttl_s must be 0 or more seconds, not {ttl!r}", code="source_config"
+        )

@@ -20,7 +20,17 @@ class DataSourceRepository:
         """By name."""
         return list(self._db.exec(select(DataSource).order_by(col(DataSource.name))).all())
 
-    def put(self, name: str, kind: str, config: Mapping[str, Any], description: str) -> None:
+    def get(self, name: str) -> DataSource | None:
+        return self._db.get(DataSource, name)
+
+    def put(
+        self,
+        name: str,
+        kind: str,
+        config: Mapping[str, Any],
+        description: str,
+        catalogue_ttl_s: float | None = None,
+    ) -> None:
         """Adds the source or replaces its settings."""
         row = self._db.get(DataSource, name)
         if row is None:
@@ -28,6 +38,7 @@ class DataSourceRepository:
         else:
             row.kind, row.config, row.description = kind, dict(config), description
             row.updated_at = utcnow()
+        row.catalogue_ttl_s = catalogue_ttl_s
         self._db.add(row)
 
     def delete(self, name: str) -> bool:

@@ -180,6 +180,9 @@ class DataSource(SQLModel, table=True):
     kind: str = Field(max_length=32)
     config: dict[str, Any] = Field(sa_column=Column(JSON, nullable=False))
     description: str = Field(default="", sa_column=Column(Text, nullable=False, default=""))
+    # The stored catalogue's TTL of this source's tables (None: DAGWRIGHT_CATALOGUE_TTL_S).
+    # Beside the connector's settings, not in them: the connectors refuse keys they do not use.
+    catalogue_ttl_s: float | None = Field(default=None)
     created_at: datetime = Field(default_factory=utcnow)
     updated_at: datetime = Field(default_factory=utcnow)
 

@@ -29,6 +29,13 @@ class SourceIn(BaseModel):
         description="The kind's settings; credentials by secret name (password_secret...)",
     )
     description: str = ""
+    catalogue_ttl_s: float | None = Field(
+        None,
+        ge=0,
+        allow_inf_nan=False,
+        description="Seconds before the stored catalogue reads this source's tables again "
+        "(those without a change stamp: databases); empty: DAGWRIGHT_CATALOGUE_TTL_S.",
+    )
 
 
 class QueryIn(BaseModel):
@@ -87,7 +94,9 @@ async def put_source(name: str, body: SourceIn, s: Deps) -> dict[str, Any]:
         check_source_name(name)
     except ValueError as exc:
         raise InputError(f"name: {exc}") from None
-    entry = await asyncio.to_thread(s.data.put, name, body.kind, body.config, body.description)
+    entry = await asyncio.to_thread(
+        s.data.put, name, body.kind, body.config, body.description, body.catalogue_ttl_s
+    )
     return entry.to_dict()
 
 
