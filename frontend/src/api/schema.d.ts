@@ -2639,6 +2639,11 @@ export interface components {
         /** SourceIn */
         SourceIn: {
             /**
+             * Catalogue Ttl S
+             * @description Seconds before the stored catalogue reads this source's tables again (those without a change stamp: databases); empty: DAGWRIGHT_CATALOGUE_TTL_S.
+             */
+            catalogue_ttl_s?: number | null;
+            /**
              * Config
              * @description The kind's settings; credentials by secret name (password_secret...)
              */
