@@ -316,7 +316,9 @@ def test_a_bomb_the_policy_lets_through_ends_its_child_not_the_server(
     """Before: the server process died of V8's out-of-memory abort after ~25 s."""
     response, elapsed = attack(heavy_server.base_url, {"spec": sequence_bomb()})
     error = error_of(response, 400)
-    assert error["code"] in {"chart_timeout", "chart_memory"}, error
+    # Which of the child's limits ends it first is the machine's to decide: its deadline, its
+    # memory, or one of V8's own fatal limits (a crash, on a loaded machine).
+    assert error["code"] in {"chart_timeout", "chart_memory", "chart_failed"}, error
     assert elapsed < HEAVY_TIMEOUT_S + QUICK_S
     assert heavy_server.process is not None
     assert heavy_server.process.poll() is None

@@ -67,6 +67,8 @@ _MAX_STDERR_BYTES = 64 * 1024
 _SCRATCH_BYTES = 1024 * 1024
 # Words by which a crash shows it ran out of memory (V8's fatal abort, Rust's allocator).
 _MEMORY_HINTS = ("out of memory", "memory allocation", "MemoryError", "Cannot allocate memory")
+# V8's own words for why it stopped, ahead of the stack trace it prints after them.
+_V8_FATAL = ("Fatal", "Check failed")
 # How long an ended child's pipes may take to close (its namespace's processes dying).
 _END_TIMEOUT_S = 10.0
 # The least RLIMIT_DATA under which V8 starts at all (512 MiB does not; 640 MiB does).
@@ -288,8 +290,9 @@ class ChartRenderer:
                 f"the chart needs more than {self.limits.memory_mb} MB to render",
                 "chart_memory",
             )
-        last = message.splitlines()[-1] if message else f"exit code {returncode}"
-        raise ChartError(f"the chart's renderer crashed: {last[:300]}", "chart_failed")
+        raise ChartError(
+            f"the chart's renderer crashed: {_crash_reason(message, returncode)}", "chart_failed"
+        )
 
     async def _command(self, fds: dict[str, int]) -> tuple[list[str], bool]:
         """The child's command line, and whether it runs unisolated (then it is killed as a
@@ -397,3 +400,12 @@ def _vl_convert_site() -> str | None:
     if any(site == p or site.startswith(p.rstrip("/") + "/") for p in runtime_paths()):
         return None
     return site
+
+
+def _crash_reason(stderr: str, returncode: int) -> str:
+    """What a crashed child said: V8's fatal line (e.g. "Fatal JavaScript invalid size
+    error") rather than the last frame of the stack trace it prints after it."""
+    lines = [line.strip("# ").strip() for line in stderr.splitlines() if line.strip("# ")]
+    fatal = [line for line in lines if any(word in line for word in _V8_FATAL)]
+    chosen = fatal[0] if fatal else (lines[-1] if lines else f"exit code {returncode}")
+    return chosen[:300]
