@@ -20,9 +20,10 @@ MAX_ATTEMPTS times while running it ends failed (`server_lost`), its results kep
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from typing import TYPE_CHECKING, Final
+
+from dagwright.periodic import PeriodicSweep
 
 if TYPE_CHECKING:
     from dagwright.services.evaluation_runs import RunningEvaluations
@@ -48,8 +49,12 @@ class EvaluationRecovery:
     ) -> None:
         self._evaluations = evaluations
         self._running = running
-        self._stale_after = stale_after
-        self._sweeper: asyncio.Task[None] | None = None
+        self._sweep = PeriodicSweep(
+            self.recover,
+            stale_after,
+            name="dagwright-evaluation-recovery",
+            what="recovering evaluations of stopped processes",
+        )
 
     async def recover(self) -> list[str]:
         """Take over the server evaluations of dead processes (or end them, past
@@ -88,25 +93,10 @@ class EvaluationRecovery:
 
     def start(self) -> None:
         """Sweep now and then every `stale_after` seconds, on the running loop."""
-        if self._sweeper is None:
-            self._sweeper = asyncio.get_running_loop().create_task(
-                self._sweep(), name="dagwright-evaluation-recovery"
-            )
-
-    async def _sweep(self) -> None:
-        while True:
-            try:
-                await self.recover()
-            except Exception:  # the database went away a moment, say: the next sweep
-                log.warning("recovering evaluations of stopped processes failed", exc_info=True)
-            await asyncio.sleep(self._stale_after)
+        self._sweep.start()
 
     async def close(self) -> None:
-        task, self._sweeper = self._sweeper, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await self._sweep.close()
 
 
 __all__ = ["HOLDER_LOST", "MAX_ATTEMPTS", "SERVER_LOST", "EvaluationRecovery"]

@@ -34,7 +34,6 @@ whose answering replica stopped before doing so.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import re
 import secrets as token_source
@@ -47,6 +46,7 @@ from sqlalchemy import Engine
 from sqlalchemy.exc import IntegrityError
 
 from dagwright.errors import ConflictError, DagwrightError, InputError, RetryLaterError
+from dagwright.periodic import PeriodicSweep
 from dagwright.runtime.executor import ReusedOutput
 from dagwright.runtime.plan import CompiledFlow
 from dagwright.services.apps import AppService
@@ -239,7 +239,9 @@ class HumanService:
         self.conversations = conversations
         # The one clock answers and timeouts are judged by (a seam for tests at the instant).
         self.clock = clock
-        self._sweeper: asyncio.Task[None] | None = None
+        self._sweep = PeriodicSweep(
+            self._sweep_round, SWEEP, name="dagwright-human-timeouts", what="human request sweep"
+        )
 
     async def _read(self, use: Callable[[HumanRequestRepository], T]) -> T:
         return await asyncio.to_thread(_read, self.engine, use)
@@ -506,23 +508,14 @@ class HumanService:
         return await self._write(lambda store: store.close_cancelled(CANCELLED))
 
     def start(self) -> None:
-        if self._sweeper is None:
-            self._sweeper = asyncio.get_running_loop().create_task(
-                self._sweep(), name="dagwright-human-timeouts"
-            )
+        self._sweep.start()
 
-    async def _sweep(self) -> None:
-        while True:
-            for step in (self.close_cancelled, self.expire_due, self.resume_settled):
-                try:
-                    await step()
-                except Exception:  # the database went away a moment, say: the next sweep
-                    log.warning("human request sweep failed", exc_info=True)
-            await asyncio.sleep(SWEEP)
+    async def _sweep_round(self) -> None:
+        for step in (self.close_cancelled, self.expire_due, self.resume_settled):
+            try:  # each step on its own: one failing does not hold the others back
+                await step()
+            except Exception:  # the database went away a moment, say: the next sweep
+                log.warning("human request sweep failed", exc_info=True)
 
     async def close(self) -> None:
-        task, self._sweeper = self._sweeper, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await self._sweep.close()

@@ -26,11 +26,11 @@ waiting for an approval is not running (no process holds it): it is never touche
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Final
 
+from dagwright.periodic import PeriodicSweep
 from dagwright.tqa.recording import ConversationStore, Deferral
 
 log = logging.getLogger(__name__)
@@ -62,7 +62,12 @@ class ConversationRecovery:
         self._stale_after = stale_after
         self._resume = resume
         self._job = job
-        self._sweeper: asyncio.Task[None] | None = None
+        self._sweep = PeriodicSweep(
+            self.recover,
+            stale_after,
+            name="dagwright-conversation-recovery",
+            what="recovering conversations of stopped servers",
+        )
 
     async def recover(self) -> list[str]:
         """Take up the background conversations of dead server processes (or end them,
@@ -102,25 +107,10 @@ class ConversationRecovery:
 
     def start(self) -> None:
         """Sweep now and then every `stale_after` seconds, on the running loop."""
-        if self._sweeper is None:
-            self._sweeper = asyncio.get_running_loop().create_task(
-                self._sweep(), name="dagwright-conversation-recovery"
-            )
-
-    async def _sweep(self) -> None:
-        while True:
-            try:
-                await self.recover()
-            except Exception:  # the database went away a moment, say: the next sweep
-                log.warning("recovering conversations of stopped servers failed", exc_info=True)
-            await asyncio.sleep(self._stale_after)
+        self._sweep.start()
 
     async def close(self) -> None:
-        task, self._sweeper = self._sweeper, None
-        if task is not None:
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await self._sweep.close()
 
 
 __all__ = ["FOREGROUND_LOST", "MAX_ATTEMPTS", "SERVER_LOST", "ConversationRecovery"]
